@@ -1,0 +1,1 @@
+"""Persistence: typed SQLAlchemy models, sessions and queries; importable without FastAPI."""

@@ -1,0 +1,156 @@
+"""The tables: uploaded checkpoints, jobs, runs and their markers, API keys.
+
+Markers are one row per (run, name) rather than a JSON blob so that the history can be filtered and
+sorted by any marker with an index. A run is identified by its run key (weights content hash, dataset
+fingerprint, sampling, protocol), which is unique: the same question is never answered twice.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.db.base import Base, BigId
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class JobStatus(enum.StrEnum):
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+ACTIVE_STATUSES = (JobStatus.queued, JobStatus.running)
+TERMINAL_STATUSES = (JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled)
+_STATUS_VALUES = ", ".join(f"'{s.value}'" for s in JobStatus)
+_ACTIVE_VALUES = ", ".join(f"'{s.value}'" for s in ACTIVE_STATUSES)
+Timestamp = DateTime(timezone=True)
+
+
+class Checkpoint(Base):
+    """An uploaded weights file, stored under its sha256, which is also its public id."""
+
+    __tablename__ = "checkpoints"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size_bytes: Mapped[int] = mapped_column(BigId)
+    format: Mapped[str] = mapped_column(String(32))
+    architecture: Mapped[str | None] = mapped_column(String(128))
+    filename: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class Run(Base):
+    """One computed answer: the markers of some weights on some data under one protocol."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_created_at_id", "created_at", "id"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    run_key: Mapped[str] = mapped_column(String(64), unique=True)
+    model_ref: Mapped[dict[str, Any]]
+    architecture: Mapped[str | None] = mapped_column(String(128), index=True)
+    weights_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    dataset_ref: Mapped[dict[str, Any]]
+    dataset_fingerprint: Mapped[str] = mapped_column(String(64), index=True)
+    sampling: Mapped[dict[str, Any]]
+    protocol: Mapped[dict[str, Any]]
+    model_meta: Mapped[dict[str, Any]]
+    code_version: Mapped[str] = mapped_column(String(64))
+    device: Mapped[str] = mapped_column(String(32))
+    n_images: Mapped[int]
+    timings: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+    markers: Mapped[list[Marker]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="Marker.name", lazy="raise"
+    )
+
+
+class Marker(Base):
+    __tablename__ = "markers"
+    __table_args__ = (
+        UniqueConstraint("run_id", "name", name="uq_markers_run_id_name"),
+        Index("ix_markers_name_value_run_id", "name", "value", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float | None] = mapped_column(Float)
+    std: Mapped[float | None] = mapped_column(Float)
+    applicable: Mapped[bool] = mapped_column(Boolean, default=True)
+    reason: Mapped[str | None] = mapped_column(Text)
+    version: Mapped[str] = mapped_column(String(32))
+
+    run: Mapped[Run] = relationship(back_populates="markers")
+
+
+class Job(Base):
+    """A request to compute a run; its row is the single source of truth for status and progress.
+
+    At most one queued or running job exists per run key (a partial unique index), which is what makes
+    concurrent identical posts collapse into one computation.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(f"status IN ({_STATUS_VALUES})", name="status"),
+        Index(
+            "uq_jobs_active_run_key",
+            "run_key",
+            unique=True,
+            postgresql_where=text(f"status IN ({_ACTIVE_VALUES})"),
+            sqlite_where=text(f"status IN ({_ACTIVE_VALUES})"),
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.queued.value, index=True)
+    run_key: Mapped[str] = mapped_column(String(64), index=True)
+    request: Mapped[dict[str, Any]]
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    stage: Mapped[str | None] = mapped_column(String(32))
+    done: Mapped[int] = mapped_column(default=0)
+    total: Mapped[int] = mapped_column(default=0)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(default=0)
+    run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+
+
+class ApiKey(Base):
+    """A write credential; only its sha256 is stored, the key itself is shown once at creation."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(128))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

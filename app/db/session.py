@@ -1,0 +1,49 @@
+"""Engines and sessions, one engine per database URL per process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+
+@lru_cache(maxsize=8)
+def get_engine(url: str) -> Engine:
+    """Create the engine for ``url``; SQLite gets WAL and a busy timeout so API and worker can share it."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    # A short connect timeout makes an unreachable database a quick 503, not a hung request.
+    return create_engine(
+        url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"connect_timeout": 3}
+    )
+
+
+@lru_cache(maxsize=8)
+def get_sessionmaker(url: str) -> sessionmaker[Session]:
+    return sessionmaker(get_engine(url), expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(url: str) -> Iterator[Session]:
+    """One transaction: committed when the block succeeds, rolled back when it raises."""
+    session = get_sessionmaker(url)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

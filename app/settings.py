@@ -1,0 +1,73 @@
+"""Service configuration, read once from ``ZOOTRIAGE_*`` environment variables.
+
+Every default points into one local state folder so that a fresh checkout runs with no servers
+(SQLite and a filesystem broker); production sets the PostgreSQL and Redis URLs instead. The same
+settings object is read by the API, the worker and the command line, so the three never disagree.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ZOOTRIAGE_", extra="ignore")
+
+    state_dir: Path = Path("var")
+    database_url: str | None = None
+    broker_url: str | None = None
+    data_roots: Annotated[list[Path], NoDecode] = Field(default_factory=list)
+    upload_dir: Path | None = None
+    cache_dir: Path | None = None
+    upload_limit_bytes: int = 512 * 1024 * 1024
+    page_size_max: int = 200
+    job_time_limit_s: int = 3600
+    # Redis redelivers a task whose worker died once this much time has passed without an ack; it
+    # must exceed the longest job, or a slow job runs twice (harmlessly, but wastefully).
+    broker_visibility_timeout_s: int = 7200
+    broker_timeout_s: float = 2.0
+    gpus: int | None = None
+
+    @field_validator("data_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: object) -> object:
+        """Accept ``a:b`` (like PATH) from the environment as well as a list."""
+        if isinstance(value, str):
+            return [part for part in value.split(":") if part]
+        return value
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.state_dir / 'zootriage.db').resolve()}"
+
+    @property
+    def effective_broker_url(self) -> str:
+        return self.broker_url or "filesystem://"
+
+    @property
+    def broker_folder(self) -> Path:
+        """Where the embedded filesystem broker keeps its messages."""
+        return (self.state_dir / "broker").resolve()
+
+    @property
+    def effective_upload_dir(self) -> Path:
+        return (self.upload_dir or self.state_dir / "uploads").resolve()
+
+    @property
+    def effective_cache_dir(self) -> Path:
+        return (self.cache_dir or self.state_dir / "cache").resolve()
+
+    @property
+    def effective_data_roots(self) -> list[Path]:
+        return [root.resolve() for root in self.data_roots] or [(self.state_dir / "data").resolve()]
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
