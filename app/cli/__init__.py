@@ -1,0 +1,23 @@
+"""The ``zootriage`` command line: one Typer app; each module of this package registers its commands."""
+
+from __future__ import annotations
+
+import typer
+
+from app.cli import score
+
+app = typer.Typer(
+    name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Model-zoo triage: rank pretrained weights by the geometry of their class manifolds."""
+
+
+score.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,129 @@
+"""``zootriage score``: score one model on one dataset locally, with no service.
+
+Bad input (an unknown model, a bad checkpoint, a path outside the data roots, ...) prints its error
+code and message and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from core.scoring import ScoreResult
+
+BAD_INPUT = 2
+MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE or ckpt:FILE.pt2"
+DATASET_HELP = "builtin:NAME, folder:PATH, torchvision:CLASS:PATH or archive:PATH (under --data-root)"
+
+
+def score(
+    model: Annotated[str, typer.Option(help=MODEL_HELP)],
+    dataset: Annotated[str, typer.Option(help=DATASET_HELP)],
+    classes: Annotated[int | None, typer.Option(help="classes to sample (default: all)")] = None,
+    per_class: Annotated[int | None, typer.Option(help="images per class (0: all)")] = 50,
+    seed: Annotated[int, typer.Option(help="seed of the sampling and of the markers")] = 0,
+    split: Annotated[str | None, typer.Option(help="dataset split (default: the dataset's own)")] = None,
+    n_t: Annotated[int, typer.Option("--n-t", help="GLUE draws")] = 1000,
+    points_per_class: Annotated[int, typer.Option(help="GLUE points per class")] = 50,
+    centering: Annotated[str, typer.Option(help="none or global")] = "none",
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:1, ...")] = "auto",
+    batch_size: Annotated[int, typer.Option(help="images per forward pass")] = 64,
+    data_root: Annotated[list[Path] | None, typer.Option(help="folder datasets may be read under")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="feature cache folder")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Extract features with the model's own preprocessing and print every marker."""
+    from core.data.refs import Sampling, parse_dataset_ref
+    from core.errors import ZooError
+    from core.markers import Protocol
+    from core.scoring import score as run_score
+    from core.zoo.refs import parse_model_ref
+
+    err = Console(stderr=True)
+    try:
+        model_ref = parse_model_ref(model)
+        dataset_ref = parse_dataset_ref(dataset)
+        sampling = Sampling(classes=classes, per_class=per_class or None, seed=seed, split=split)
+        protocol = Protocol(points_per_class=points_per_class, n_t=n_t, seed=seed, centering=centering)
+        with _progress(err) as report:
+            result = run_score(
+                model_ref, dataset_ref, sampling, protocol, device=device, progress=report,
+                cache_dir=cache_dir, data_roots=data_root or [Path.cwd()], batch_size=batch_size,
+            )
+    except ZooError as exc:
+        err.print(f"[red]error[/red] {exc.code}: {exc.message}")
+        raise typer.Exit(BAD_INPUT) from None
+    except ValueError as exc:  # option values the core validates (pydantic errors are ValueErrors)
+        err.print(f"[red]error[/red] bad_option: {exc}")
+        raise typer.Exit(BAD_INPUT) from None
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        return
+    out = Console()
+    out.print(_summary(result))
+    out.print(_table(result))
+
+
+class _progress:
+    """A rich progress bar fed by ``core.scoring``'s ``progress(stage, done, total)`` callback."""
+
+    def __init__(self, console: Console) -> None:
+        self.bar = Progress(
+            TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console, transient=False,
+        )
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self) -> _progress:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(None, None, None)
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.tasks:
+            self.tasks[stage] = self.bar.add_task(stage, total=total)
+        self.bar.update(self.tasks[stage], completed=done, total=total)
+
+
+def _summary(result: ScoreResult) -> str:
+    info = result.model
+    acc = f", acc@1 {info.acc1}" if info.acc1 is not None else ""
+    timings = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in result.timings.items())
+    cached = " (features from cache)" if result.features_cached else ""
+    return (
+        f"model    {info.architecture} {info.weights}{acc}, {info.num_params:,} params, "
+        f"penultimate: {info.penultimate}\n"
+        f"weights  sha256 {result.weights_sha256}\n"
+        f"sample   {result.n_images} images, {result.n_classes} classes, {result.feature_dim}-d features, "
+        f"fingerprint {result.dataset_fingerprint[:16]}\n"
+        f"device   {result.device}; {timings}{cached}"
+    )
+
+
+def _table(result: ScoreResult) -> Table:
+    table = Table(title="markers")
+    table.add_column("marker")
+    table.add_column("value", justify="right")
+    table.add_column("std", justify="right")
+    table.add_column("note")
+    for name, marker in result.markers.items():
+        if marker.applicable and marker.value is not None:
+            std = f"{marker.std:.4g}" if marker.std is not None else ""
+            table.add_row(name, f"{marker.value:.4g}", std, "")
+        else:
+            table.add_row(name, "n/a", "", marker.reason or "")
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    app.command("score")(score)

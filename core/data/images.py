@@ -1,0 +1,150 @@
+"""An indexable set of labelled images, and the per-image half of the weights' preprocessing.
+
+Sources only say how to fetch image ``i``; nothing is decoded until a sampled index is asked for, so
+memory stays bounded by the batch. The geometric steps (channel conversion, resize, centre crop) run
+here, per image, in data-loading workers, on uint8 pixels; the arithmetic steps (scale to [0, 1],
+normalise) run per batch on the device (``core.features``).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+from torchvision.transforms import InterpolationMode
+from torchvision.transforms.v2 import functional as F
+
+from core.errors import BadImage
+from core.zoo.preprocess import Preprocess
+
+Picture = Image.Image | np.ndarray
+DEFAULT_MAX_PIXELS = 50_000_000  # refuse decompression bombs before decoding (PIL reads the size first)
+
+
+@dataclass(frozen=True)
+class ImageSet:
+    """``labels[i]`` is the class index of image ``i``, ``classes[k]`` the name of class ``k``.
+
+    ``identity`` is JSON-able and names the content (package and version, archive sha256, folder path);
+    ``file_bytes`` (file-backed sets) returns an image's encoded bytes so the fingerprint can cover the
+    sampled content itself.
+    """
+
+    labels: np.ndarray
+    classes: tuple[str, ...]
+    label_space: str | None
+    identity: dict[str, Any]
+    loader: Callable[[int], Picture]
+    file_bytes: Callable[[int], bytes] | None = field(default=None)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True)
+class ArrayLoader:
+    """Images held in one uint8 array (n, H, W) or (n, H, W, C)."""
+
+    images: np.ndarray
+
+    def __call__(self, index: int) -> Picture:
+        return self.images[index]
+
+
+@dataclass(frozen=True)
+class FileLoader:
+    paths: tuple[Path, ...]
+    max_pixels: int = DEFAULT_MAX_PIXELS
+
+    def __call__(self, index: int) -> Picture:
+        return decode(self.read(index), str(self.paths[index].name), self.max_pixels)
+
+    def read(self, index: int) -> bytes:
+        return self.paths[index].read_bytes()
+
+
+class ZipLoader:
+    """Members of a zip archive, each read with its (already checked) decompressed size as a bound.
+
+    The archive is opened lazily, once per process, so the loader pickles into data-loading workers.
+    """
+
+    def __init__(self, path: Path, members: tuple[zipfile.ZipInfo, ...], max_pixels: int) -> None:
+        self.path = path
+        self.members = members
+        self.max_pixels = max_pixels
+        self._zip: zipfile.ZipFile | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_zip": None}
+
+    def read(self, index: int) -> bytes:
+        if self._zip is None:
+            self._zip = zipfile.ZipFile(self.path)
+        info = self.members[index]
+        with self._zip.open(info) as member:
+            return member.read(info.file_size)
+
+    def __call__(self, index: int) -> Picture:
+        return decode(self.read(index), self.members[index].filename, self.max_pixels)
+
+
+def decode(data: bytes, name: str, max_pixels: int) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data))
+        if image.width * image.height > max_pixels:
+            raise BadImage(f"{name}: {image.width}×{image.height} pixels is over the {max_pixels} limit")
+        image.load()
+    except (OSError, Image.DecompressionBombError, SyntaxError) as exc:
+        raise BadImage(f"{name}: not a readable image ({exc})") from exc
+    return image
+
+
+def fit(picture: Picture, pre: Preprocess) -> torch.Tensor:
+    """uint8 (C, H, W) at the model's crop size: channels converted, resized, centre-cropped."""
+    if isinstance(picture, Image.Image):
+        tensor = F.pil_to_tensor(picture.convert("L" if pre.channels == 1 else "RGB"))
+    else:
+        tensor = _array_to_chw(picture, pre.channels)
+    interpolation = InterpolationMode(pre.interpolation)
+    if pre.resize is None:
+        if tuple(tensor.shape[-2:]) != pre.crop:
+            tensor = F.resize(tensor, list(pre.crop), interpolation=interpolation, antialias=pre.antialias)
+        return tensor
+    size = [pre.resize] if pre.resize_mode == "shorter" else [pre.resize, pre.resize]
+    tensor = F.resize(tensor, size, interpolation=interpolation, antialias=pre.antialias)
+    return F.center_crop(tensor, list(pre.crop))
+
+
+def _array_to_chw(array: np.ndarray, channels: int) -> torch.Tensor:
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    tensor = tensor[None] if tensor.ndim == 2 else tensor.permute(2, 0, 1)
+    tensor = tensor[:3]  # drop an alpha channel
+    if tensor.shape[0] == 1 and channels == 3:
+        return tensor.expand(3, -1, -1).contiguous()
+    if tensor.shape[0] == 3 and channels == 1:
+        return F.rgb_to_grayscale(tensor)
+    return tensor
+
+
+class FittedImages(torch.utils.data.Dataset[tuple[torch.Tensor, int]]):
+    """The sampled images of an :class:`ImageSet`, fitted to the model's input size."""
+
+    def __init__(self, images: ImageSet, indices: np.ndarray, preprocess: Preprocess) -> None:
+        self.images = images
+        self.indices = indices
+        self.preprocess = preprocess
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, position: int) -> tuple[torch.Tensor, int]:
+        index = int(self.indices[position])
+        return fit(self.images.loader(index), self.preprocess), int(self.images.labels[index])

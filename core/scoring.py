@@ -1,0 +1,171 @@
+"""``score``: a model reference and a dataset reference in, every marker out (the worker's one call).
+
+Stages, each timed: resolve and load the model (hashing its weights), open and sample the dataset
+(fingerprinting the sample), extract features and logits (or read them from the feature cache), and
+compute the markers. The feature cache is keyed by (weights sha256, dataset fingerprint, extraction
+settings), so scoring the same model and data under another protocol skips the forward passes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from core.data.archives import ArchiveLimits
+from core.data.images import FittedImages
+from core.data.open import open_dataset
+from core.data.refs import AnyDatasetRef, Sampling
+from core.data.sampling import sample
+from core.device import resolve_device
+from core.features import Extraction, Progress, extract
+from core.markers import MarkerValue, Protocol, compute_markers
+from core.zoo.loader import LoadedModel, ModelInfo, load_model
+from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+
+EXTRACTION_VERSION = 1  # bump when a change to extraction changes the features it produces
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    markers: dict[str, MarkerValue]
+    weights_sha256: str
+    dataset_fingerprint: str
+    model: ModelInfo
+    n_images: int
+    n_classes: int
+    feature_dim: int
+    logits_match_labels: bool
+    timings: dict[str, float]
+    device: str
+    features_cached: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["markers"] = {name: asdict(value) for name, value in self.markers.items()}
+        return data
+
+
+def score(
+    model: TorchvisionRef | TimmRef | CheckpointRef,
+    dataset: AnyDatasetRef,
+    sampling: Sampling,
+    protocol: Protocol,
+    *,
+    device: str | torch.device | None = None,
+    progress: Progress | None = None,
+    cache_dir: str | Path | None = None,
+    data_roots: Sequence[str | Path] = (),
+    limits: ArchiveLimits | None = None,
+    batch_size: int = 64,
+) -> ScoreResult:
+    """Score ``model`` on a ``sampling`` of ``dataset``. Bad input raises ``core.errors.ZooError``.
+
+    ``data_roots`` and ``limits`` come from the caller's settings: folder, torchvision and archive
+    datasets are read only under those roots.
+    """
+    dev = resolve_device(device)
+    timings: dict[str, float] = {}
+    report = progress or _ignore
+    with _timed(timings, "load_model", report):
+        loaded = load_model(model)
+    with _timed(timings, "sample", report):
+        images = open_dataset(dataset, sampling.split, roots=data_roots, limits=limits)
+        chosen = sample(images, sampling)
+    key = _cache_key(loaded, chosen.fingerprint, dev)
+    cached = _read_cache(cache_dir, key)
+    start = time.perf_counter()
+    extraction = cached or extract(
+        loaded.module,
+        FittedImages(images, chosen.indices, loaded.preprocess),
+        loaded.preprocess,
+        batch_size=batch_size,
+        device=dev,
+        progress=report,
+    )
+    timings["extract"] = time.perf_counter() - start
+    if cached is None:
+        _write_cache(cache_dir, key, extraction)
+    match = loaded.info.label_space is not None and loaded.info.label_space == images.label_space
+    with _timed(timings, "markers", report):
+        markers = compute_markers(
+            extraction.features,
+            extraction.labels,
+            extraction.logits,
+            protocol=protocol,
+            logits_match_labels=match,
+            device=dev,
+        )
+    return ScoreResult(
+        markers=markers,
+        weights_sha256=loaded.weights_sha256,
+        dataset_fingerprint=chosen.fingerprint,
+        model=loaded.info,
+        n_images=len(extraction.labels),
+        n_classes=len(chosen.classes),
+        feature_dim=int(extraction.features.shape[1]),
+        logits_match_labels=match,
+        timings=timings,
+        device=str(dev),
+        features_cached=cached is not None,
+    )
+
+
+def _ignore(_stage: str, _done: int, _total: int) -> None:
+    return None
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str, report: Callable[[str, int, int], None]) -> Iterator[None]:
+    report(stage, 0, 1)
+    start = time.perf_counter()
+    yield
+    timings[stage] = time.perf_counter() - start
+    report(stage, 1, 1)
+
+
+def _cache_key(loaded: LoadedModel, fingerprint: str, device: torch.device) -> str:
+    """Everything that changes the extracted numbers: weights, sample, preprocessing, layer, precision."""
+    settings = {
+        "weights": loaded.weights_sha256,
+        "dataset": fingerprint,
+        "preprocess": loaded.preprocess.model_dump(mode="json"),
+        "penultimate": loaded.info.penultimate,
+        "precision": "bf16-autocast" if device.type == "cuda" else "fp32",
+        "version": EXTRACTION_VERSION,
+    }
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+def _read_cache(cache_dir: str | Path | None, key: str) -> Extraction | None:
+    if cache_dir is None:
+        return None
+    path = Path(cache_dir) / f"{key}.npz"
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return Extraction(data["features"], data["logits"], data["labels"])
+    except (OSError, ValueError, KeyError):
+        return None  # a damaged entry is recomputed and overwritten
+
+
+def _write_cache(cache_dir: str | Path | None, key: str, extraction: Extraction) -> None:
+    """Write to a temporary file and rename, so readers never see a partial entry."""
+    if cache_dir is None:
+        return
+    folder = Path(cache_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
+        np.savez(handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels)
+    os.replace(handle.name, folder / f"{key}.npz")
