@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 run: install
-	$(BIN)/python -m core.glue_demo
+	$(BIN)/python -m core.examples
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,0 +1,309 @@
+"""GLUE manifold capacity and effective geometry from penultimate features (shared/GLUE.md).
+
+The object manifolds are the feature rows of each class. For n_t Gaussian draws t_k and random
+dichotomies y_k, the inner problem projects t_k onto the cone of separating directions
+(v* = argmin ½‖v − t‖² s.t. y_μ⟨v, x⟩ ≥ 0 for every point x of every manifold μ), an NNLS problem
+solved in :mod:`core.nnls`. Its cost N(t_k) = ‖v* − t_k‖² averages to the critical dimension N_crit;
+capacity is α = P / N_crit. The anchor points of the solution give the effective dimension D_eff,
+radius R_eff and utilization Ψ_eff (:mod:`core.glue_geometry`), with α = Ψ_eff (1 + R_eff⁻²) / D_eff.
+
+Preprocessing: float64; optional global centring; an exact rotation of the points into their span
+(QR, r = min(N, n)), which changes nothing but cost since the part of t outside the span never meets
+a constraint; and a global rescaling to unit RMS point norm, which leaves every marker unchanged
+(all are scale-free except ``center_norm``, which is reported in the features' own units).
+
+Random numbers come from numpy's PCG64 on the CPU, seeded through ``SeedSequence(seed)``, so a
+result depends on the seed alone, not on the device, the solver or the thread count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from core.device import resolve_device
+from core.glue_geometry import effective_geometry
+from core.nnls import solve_batched, solve_reference
+
+Centering = Literal["none", "global"]
+Dichotomy = Literal["one_vs_rest", "first_vs_rest", "random"]
+Solver = Literal["fast", "reference"]
+CENTERINGS: tuple[str, ...] = ("none", "global")
+DICHOTOMIES: tuple[str, ...] = ("one_vs_rest", "first_vs_rest", "random")
+SOLVERS: tuple[str, ...] = ("fast", "reference")
+
+MARKERS: tuple[str, ...] = (
+    "capacity",
+    "n_crit",
+    "dimension",
+    "radius",
+    "utilization",
+    "center_alignment",
+    "axis_alignment",
+    "center_axis_alignment",
+    "center_norm",
+)
+
+
+@dataclass(frozen=True)
+class GlueResult:
+    """The GLUE markers of one analysis; with ``repeats`` > 1, means over the repeats.
+
+    ``std`` holds each marker's standard deviation over the repeats (None for a single one);
+    ``n_crit_sem`` is the Monte-Carlo standard error of ``n_crit``; ``n_fallback`` counts the draws
+    the fast solver handed to the reference solver because its answer failed the KKT check.
+    """
+
+    capacity: float
+    n_crit: float
+    n_crit_sem: float
+    dimension: float
+    radius: float
+    utilization: float
+    center_alignment: float
+    axis_alignment: float
+    center_axis_alignment: float
+    center_norm: float
+    n_classes: int
+    n_points: int
+    n_t: int
+    repeats: int = 1
+    std: dict[str, float] | None = None
+    n_fallback: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Draws:
+    """One analysis's inputs and solutions, for callers and tests that look below the markers.
+
+    ``points`` (n, r) are the preprocessed (rotated, rescaled) features, ``classes`` (n,) their class
+    indices 0..P−1, ``t`` (n_t, r) the Gaussian draws, ``signs`` (n_t, n) the column signs
+    σ_{k,i} = −y_{k,μ(i)}, ``lam`` (n_t, n) the NNLS solutions and ``n_of_t`` (n_t,) the costs N(t_k).
+    ``scale`` is the factor the features were divided by.
+    """
+
+    points: torch.Tensor
+    classes: torch.Tensor
+    n_classes: int
+    t: torch.Tensor
+    signs: torch.Tensor
+    lam: torch.Tensor
+    n_of_t: torch.Tensor
+    scale: float
+    n_fallback: int
+
+
+def analyze(
+    features: Any,
+    labels: Any,
+    *,
+    n_t: int = 1000,
+    seed: int = 0,
+    centering: Centering = "none",
+    dichotomy: Dichotomy = "one_vs_rest",
+    points_per_class: int | None = None,
+    repeats: int = 1,
+    solver: Solver = "fast",
+    device: str | torch.device | None = None,
+) -> GlueResult:
+    """GLUE markers of the class manifolds in ``features`` (n, N) grouped by ``labels`` (n,).
+
+    ``points_per_class`` subsamples each class (seeded; the paper uses 50); ``repeats`` averages
+    over that many independent subsamples and draws and reports the spread in ``std``. ``solver``
+    picks the batched Lawson–Hanson solver (``"fast"``, on ``device``: CUDA when present by default)
+    or per-draw ``scipy.optimize.nnls`` (``"reference"``). Raises ``ValueError`` on bad input.
+    """
+    x, classes, n_classes = validate_inputs(features, labels)
+    _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
+    dev = resolve_device(device)
+    runs = []
+    for child in np.random.SeedSequence(seed).spawn(repeats):
+        d = solve_draws(
+            x, classes, n_classes, child, n_t, centering, dichotomy, points_per_class, solver, dev
+        )
+        runs.append(_summarize(d))
+    return _combine(runs)
+
+
+def validate_inputs(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Check the data once at the boundary; return float64 features, class indices 0..P−1 and P."""
+    if isinstance(features, torch.Tensor):
+        features = features.detach().cpu().numpy()
+    if isinstance(labels, torch.Tensor):
+        labels = labels.detach().cpu().numpy()
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(labels)
+    if x.ndim != 2:
+        raise ValueError(f"features must be a 2-D array (samples × features), got shape {x.shape}")
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"features are empty (shape {x.shape})")
+    if y.ndim != 1:
+        raise ValueError(f"labels must be a 1-D array, got shape {y.shape}")
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(f"features have {x.shape[0]} rows but labels have {y.shape[0]} entries")
+    if not np.isfinite(x).all():
+        bad = int((~np.isfinite(x)).any(axis=1).sum())
+        raise ValueError(f"features contain NaN or inf values (in {bad} rows)")
+    values, classes = np.unique(y, return_inverse=True)
+    if values.size < 2:
+        raise ValueError(f"need at least 2 classes, got {values.size}")
+    counts = np.bincount(classes)
+    if counts.min() < 2:
+        lonely = [str(v) for v, c in zip(values, counts, strict=True) if c < 2][:5]
+        raise ValueError(f"every class needs at least 2 points; classes with one point: {', '.join(lonely)}")
+    return x, classes.astype(np.int64), int(values.size)
+
+
+def _check_options(
+    n_t: int, centering: str, dichotomy: str, points_per_class: int | None, repeats: int, solver: str
+) -> None:
+    if not isinstance(n_t, int | np.integer) or n_t < 1:
+        raise ValueError(f"n_t must be a positive integer, got {n_t!r}")
+    if centering not in CENTERINGS:
+        raise ValueError(f"centering must be one of {CENTERINGS}, got {centering!r}")
+    if dichotomy not in DICHOTOMIES:
+        raise ValueError(f"dichotomy must be one of {DICHOTOMIES}, got {dichotomy!r}")
+    if points_per_class is not None and (
+        not isinstance(points_per_class, int | np.integer) or points_per_class < 2
+    ):
+        raise ValueError(f"points_per_class must be an integer ≥ 2 or None, got {points_per_class!r}")
+    if not isinstance(repeats, int | np.integer) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+
+
+def solve_draws(
+    x: np.ndarray,
+    classes: np.ndarray,
+    n_classes: int,
+    seed: np.random.SeedSequence,
+    n_t: int,
+    centering: str,
+    dichotomy: str,
+    points_per_class: int | None,
+    solver: str,
+    device: torch.device,
+) -> Draws:
+    """Subsample, preprocess, draw (t_k, y_k) and solve every inner problem (inputs already valid)."""
+    sub_rng, t_rng, y_rng = (np.random.default_rng(s) for s in seed.spawn(3))
+    keep = subsample(classes, points_per_class, sub_rng)
+    points, scale = preprocess(x[keep], centering)
+    cls = classes[keep]
+    t = t_rng.standard_normal((n_t, points.shape[1]))
+    signs = -draw_dichotomies(n_classes, n_t, dichotomy, y_rng)[:, cls]
+
+    pts = torch.from_numpy(points).to(device)
+    sig = torch.from_numpy(signs).to(device)
+    tt = torch.from_numpy(t).to(device)
+    n_fallback = 0
+    if solver == "reference":
+        lam = torch.from_numpy(solve_reference(points, signs, t)).to(device)
+    else:
+        lam, ok = solve_batched(pts, sig, tt)
+        bad = (~ok).nonzero(as_tuple=True)[0]
+        n_fallback = int(bad.numel())
+        if n_fallback:
+            idx = bad.cpu().numpy()
+            lam[bad] = torch.from_numpy(solve_reference(points, signs[idx], t[idx])).to(device)
+    n_of_t = ((sig * lam) @ pts).square().sum(dim=1)
+    return Draws(pts, torch.from_numpy(cls).to(device), n_classes, tt, sig, lam, n_of_t, scale, n_fallback)
+
+
+def subsample(classes: np.ndarray, points_per_class: int | None, rng: np.random.Generator) -> np.ndarray:
+    """Indices of at most ``points_per_class`` points of each class, drawn without replacement."""
+    if points_per_class is None:
+        return np.arange(classes.size)
+    parts = []
+    for c in range(int(classes.max()) + 1):
+        members = np.flatnonzero(classes == c)
+        if members.size > points_per_class:
+            members = np.sort(rng.choice(members, size=points_per_class, replace=False))
+        parts.append(members)
+    return np.concatenate(parts)
+
+
+def preprocess(x: np.ndarray, centering: str) -> tuple[np.ndarray, float]:
+    """Centre (optionally), rotate into the span of the points and rescale to unit RMS norm.
+
+    With N > n the points X (n × N) are replaced by X Q, where Xᵀ = QR is a reduced QR with
+    diag(R) ≥ 0; the sign convention makes the rotation, and so the meaning of each draw t,
+    independent of the LAPACK build. Returns the (n, min(N, n)) points and the scale divided out.
+    """
+    if centering == "global":
+        x = x - x.mean(axis=0, keepdims=True)
+    if x.shape[1] > x.shape[0]:
+        _, r = np.linalg.qr(x.T)
+        sign = np.where(np.diag(r) < 0, -1.0, 1.0)
+        x = r.T * sign[None, :]
+    scale = float(np.sqrt(np.mean(np.sum(x * x, axis=1))))
+    if scale == 0.0:
+        raise ValueError("all features are zero (after centering): the manifolds have no geometry")
+    return np.ascontiguousarray(x / scale), scale
+
+
+def draw_dichotomies(n_classes: int, n_t: int, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """Labels y_k ∈ {±1}^P as an (n_t, P) array.
+
+    ``one_vs_rest``: one class drawn uniformly gets +1, the others −1 (the default).
+    ``first_vs_rest``: y = (+1, −1, …, −1) for every draw (the natural choice for P = 2).
+    ``random``: i.i.d. fair signs. Caveat: the all-same-sign dichotomies it draws are infeasible once
+    the features are globally centred (the cone collapses to a subspace), which inflates N(t) and
+    deflates capacity; it is offered for comparison, not as a default.
+    """
+    if kind == "one_vs_rest":
+        y = -np.ones((n_t, n_classes))
+        y[np.arange(n_t), rng.integers(n_classes, size=n_t)] = 1.0
+        return y
+    if kind == "first_vs_rest":
+        y = -np.ones((n_t, n_classes))
+        y[:, 0] = 1.0
+        return y
+    return np.where(rng.random((n_t, n_classes)) < 0.5, 1.0, -1.0)
+
+
+def _summarize(d: Draws) -> GlueResult:
+    n_of_t = d.n_of_t.cpu().numpy()
+    n_t = n_of_t.size
+    n_crit = float(n_of_t.mean())
+    geo = effective_geometry(d.points, d.classes, d.n_classes, d.t, d.lam, n_crit)
+    return GlueResult(
+        capacity=d.n_classes / n_crit if n_crit > 0 else math.inf,
+        n_crit=n_crit,
+        n_crit_sem=float(n_of_t.std(ddof=1) / math.sqrt(n_t)) if n_t > 1 else 0.0,
+        dimension=geo.dimension,
+        radius=geo.radius,
+        utilization=geo.utilization,
+        center_alignment=geo.center_alignment,
+        axis_alignment=geo.axis_alignment,
+        center_axis_alignment=geo.center_axis_alignment,
+        center_norm=geo.center_norm * d.scale,
+        n_classes=d.n_classes,
+        n_points=int(d.points.shape[0]),
+        n_t=n_t,
+        n_fallback=d.n_fallback,
+    )
+
+
+def _combine(runs: list[GlueResult]) -> GlueResult:
+    """Mean of each marker over the repeats, its standard deviation (ddof=1) in ``std``."""
+    if len(runs) == 1:
+        return runs[0]
+    values = {m: np.array([getattr(r, m) for r in runs]) for m in MARKERS}
+    means: dict[str, Any] = {m: float(v.mean()) for m, v in values.items()}
+    sem = math.sqrt(sum(r.n_crit_sem**2 for r in runs)) / len(runs)
+    return replace(
+        runs[0],
+        **means,
+        n_crit_sem=sem,
+        repeats=len(runs),
+        std={m: float(v.std(ddof=1)) for m, v in values.items()},
+        n_fallback=sum(r.n_fallback for r in runs),
+    )

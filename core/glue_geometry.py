@@ -1,0 +1,150 @@
+"""From the NNLS solutions of all draws to anchor points and the effective manifold geometry.
+
+Notation of shared/GLUE.md: draw k has multipliers λ_k ≥ 0 over the n points; manifold μ is active
+when w_μ(k) = Σ_{i∈μ} λ_{k,i} > tol and then has the anchor s_μ(k) = Σ_{i∈μ} λ_{k,i} x_i / w_μ(k).
+
+* anchor centre   s⁰_μ = mean of s_μ(k) over the draws where μ is active;
+* axis part       s¹_μ(k) = s_μ(k) − s⁰_μ;
+* over the active set A_k: G⁰ = S⁰S⁰ᵀ, G¹ = S¹S¹ᵀ, t¹ = S¹ t_k and
+      a_k = t¹ᵀ (G¹)⁺ t¹,   b_k = t¹ᵀ (G⁰ + G¹)⁺ t¹;
+* D_eff = mean(a)/P, R_eff = sqrt(mean(b) / mean(a − b)), Ψ_eff = mean(b) / N_crit.
+
+Since N_crit = P·D_eff / (Ψ_eff (1 + R_eff⁻²)) holds exactly, capacity α = P / N_crit equals
+Ψ_eff (1 + R_eff⁻²) / D_eff. Everything is computed in chunks of draws so that memory stays bounded
+by chunk × P × r, on whatever device the inputs live.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+# Relative cut-off of the pseudo-inverses and of "active" (w_μ against the largest w over all draws).
+PINV_RTOL = 1e-10
+ACTIVE_RTOL = 1e-12
+_CHUNK_ELEMENTS = 1 << 23
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Effective geometry of one analysis (means over the draws)."""
+
+    dimension: float
+    radius: float
+    utilization: float
+    center_alignment: float
+    axis_alignment: float
+    center_axis_alignment: float
+    center_norm: float
+
+
+def anchor_coefficients(
+    lam: torch.Tensor, classes: torch.Tensor, n_classes: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Convex weights λ_{k,i} / w_μ(i)(k) as (n_t, n) (zero for inactive manifolds) and the (n_t, P)
+    active mask, with w_μ(k) = Σ_{i∈μ} λ_{k,i} and "active" meaning w_μ(k) > ACTIVE_RTOL · max w."""
+    w = torch.zeros((lam.shape[0], n_classes), dtype=lam.dtype, device=lam.device)
+    w.index_add_(1, classes, lam)
+    active = w > ACTIVE_RTOL * (w.max() if w.numel() else 0.0)
+    coeff = lam / torch.where(active, w, torch.ones_like(w))[:, classes] * active[:, classes]
+    return coeff, active
+
+
+def anchor_points(
+    points: torch.Tensor, classes: torch.Tensor, n_classes: int, coeff: torch.Tensor
+) -> torch.Tensor:
+    """Anchor points s_μ(k) = Σ_{i∈μ} coeff_{k,i} x_i as (n_t, P, r); zero for inactive μ."""
+    out = torch.zeros((coeff.shape[0], n_classes, points.shape[1]), dtype=coeff.dtype, device=coeff.device)
+    for mu in range(n_classes):
+        members = (classes == mu).nonzero(as_tuple=True)[0]
+        out[:, mu] = coeff[:, members] @ points[members]
+    return out
+
+
+def _quad_pinv(gram: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+    """vᵀ G⁺ v for a batch of symmetric PSD G, with eigenvalues below PINV_RTOL·λ_max treated as 0."""
+    evals, evecs = torch.linalg.eigh(gram)
+    cut = PINV_RTOL * evals.amax(dim=-1, keepdim=True).clamp(min=0)
+    inv = torch.where(evals > cut, 1.0 / torch.where(evals > cut, evals, torch.ones_like(evals)), 0.0)
+    proj = torch.einsum("bpq,bp->bq", evecs, vec)
+    return (proj.square() * inv).sum(dim=-1)
+
+
+def _unit(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows scaled to unit norm, and a mask of rows with a direction at all (norm above rounding)."""
+    norm = v.norm(dim=-1, keepdim=True)
+    tiny = 1e-12 * norm.amax().clamp(min=torch.finfo(v.dtype).tiny)
+    has = norm > tiny
+    return v / torch.where(has, norm, torch.ones_like(norm)), has.squeeze(-1)
+
+
+def effective_geometry(
+    points: torch.Tensor,
+    classes: torch.Tensor,
+    n_classes: int,
+    t: torch.Tensor,
+    lam: torch.Tensor,
+    n_crit: float,
+) -> Geometry:
+    """The markers of the module docstring from the draws t (n_t, r) and their solutions λ (n_t, n)."""
+    n_t = lam.shape[0]
+    coeff, active = anchor_coefficients(lam, classes, n_classes)
+    counts = active.sum(dim=0)
+    # s⁰_μ = Σ_k s_μ(k)/count_μ = Σ_i (Σ_k coeff_{k,i}) x_i / count_μ: no anchor tensor needed.
+    centers = torch.zeros((n_classes, points.shape[1]), dtype=lam.dtype, device=lam.device)
+    centers.index_add_(0, classes, coeff.sum(dim=0)[:, None] * points)
+    has_center = counts > 0
+    centers = centers / torch.where(has_center, counts, torch.ones_like(counts))[:, None].to(lam.dtype)
+
+    unit_c, c_dir = _unit(centers)
+    sums = {"a": 0.0, "b": 0.0, "axis": 0.0, "axis_n": 0.0, "ca": 0.0, "ca_n": 0.0}
+    step = max(1, _CHUNK_ELEMENTS // max(1, n_classes * points.shape[1]))
+    off_diag = ~torch.eye(n_classes, dtype=torch.bool, device=lam.device)
+    for start in range(0, n_t, step):
+        sl = slice(start, start + step)
+        s, act = anchor_points(points, classes, n_classes, coeff[sl]), active[sl]
+        mask = act.to(lam.dtype)[:, :, None]
+        s1 = (s - centers[None]) * mask
+        s0 = centers[None] * mask
+        t1 = torch.einsum("bpr,br->bp", s1, t[sl])
+        g1 = s1 @ s1.transpose(1, 2)
+        g0 = s0 @ s0.transpose(1, 2)
+        sums["a"] += float(_quad_pinv(g1, t1).sum())
+        sums["b"] += float(_quad_pinv(g0 + g1, t1).sum())
+
+        unit_s1, s1_dir = _unit(s1)
+        usable = act & s1_dir
+        pair = usable[:, :, None] & usable[:, None, :] & off_diag
+        cos = (unit_s1 @ unit_s1.transpose(1, 2)).abs()
+        sums["axis"] += float(cos[pair].sum()) / 2
+        sums["axis_n"] += float(pair.sum()) / 2
+        # |cos(s⁰_μ, s¹_ν(k))| for μ ≠ ν both active at k; rows ν, columns μ.
+        pair_c = usable[:, :, None] & (act & c_dir)[:, None, :] & off_diag
+        cos_c = torch.einsum("bvr,mr->bvm", unit_s1, unit_c).abs()
+        sums["ca"] += float(cos_c[pair_c].sum())
+        sums["ca_n"] += float(pair_c.sum())
+
+    mean_a, mean_b = sums["a"] / n_t, sums["b"] / n_t
+    gap = mean_a - mean_b
+    if mean_b <= 0.0:
+        radius = 0.0
+    elif gap <= 1e-12 * mean_a:
+        radius = math.inf
+    else:
+        radius = math.sqrt(mean_b / gap)
+
+    cc = has_center & c_dir
+    cos_cc = (unit_c[cc] @ unit_c[cc].T).abs()
+    m = int(cc.sum())
+    center_alignment = float((cos_cc.sum() - cos_cc.diagonal().sum()) / (m * (m - 1))) if m > 1 else 0.0
+    return Geometry(
+        dimension=mean_a / n_classes,
+        radius=radius,
+        utilization=mean_b / n_crit if n_crit > 0 else 0.0,
+        center_alignment=center_alignment,
+        axis_alignment=sums["axis"] / sums["axis_n"] if sums["axis_n"] else 0.0,
+        center_axis_alignment=sums["ca"] / sums["ca_n"] if sums["ca_n"] else 0.0,
+        center_norm=float(torch.sqrt(centers.square().sum() / n_classes)),
+    )
