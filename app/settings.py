@@ -8,12 +8,11 @@ settings object is read by the API, the worker and the command line, so the thre
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-
 
 
 class Settings(BaseSettings):

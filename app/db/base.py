@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, Integer, MetaData
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData, TypeDecorator
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase
 
@@ -22,6 +23,18 @@ JsonDoc = JSON().with_variant(JSONB(), "postgresql")
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 
+class UtcDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC timestamps on every backend: SQLite stores no zone, so it is put back on read."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map: dict[Any, Any] = {dict[str, Any]: JsonDoc}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JsonDoc}

@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import (
     Boolean,
     CheckConstraint,
-    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -26,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, BigId
+from app.db.base import Base, BigId, UtcDateTime
 
 
 def utcnow() -> datetime:
@@ -45,7 +44,7 @@ ACTIVE_STATUSES = (JobStatus.queued, JobStatus.running)
 TERMINAL_STATUSES = (JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled)
 _STATUS_VALUES = ", ".join(f"'{s.value}'" for s in JobStatus)
 _ACTIVE_VALUES = ", ".join(f"'{s.value}'" for s in ACTIVE_STATUSES)
-Timestamp = DateTime(timezone=True)
+Timestamp = UtcDateTime()
 
 
 class Checkpoint(Base):
@@ -56,6 +55,7 @@ class Checkpoint(Base):
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     size_bytes: Mapped[int] = mapped_column(BigId)
     format: Mapped[str] = mapped_column(String(32))
+    library: Mapped[str | None] = mapped_column(String(32))
     architecture: Mapped[str | None] = mapped_column(String(128))
     filename: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

@@ -32,6 +32,7 @@ def upgrade() -> None:
     sa.Column('sha256', sa.String(length=64), nullable=False),
     sa.Column('size_bytes', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
     sa.Column('format', sa.String(length=32), nullable=False),
+    sa.Column('library', sa.String(length=32), nullable=True),
     sa.Column('architecture', sa.String(length=128), nullable=True),
     sa.Column('filename', sa.String(length=255), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),

@@ -12,7 +12,9 @@ from alembic.config import Config
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-ADMIN_URL = os.environ.get("ZOOTRIAGE_TEST_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+ADMIN_URL = os.environ.get(
+    "ZOOTRIAGE_TEST_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_URL = os.environ.get("ZOOTRIAGE_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
 

@@ -1,0 +1,1 @@
+"""HTTP layer: one router per resource, shared dependencies in ``deps``, errors in ``errors``."""

@@ -1,0 +1,103 @@
+"""Checkpoint uploads: streamed, hashed, size-limited and validated before they are accepted."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.exc import IntegrityError
+
+from app.api.deps import SessionDep, SettingsDep, WriteAccess
+from app.api.errors import ApiError, responses
+from app.db.models import Checkpoint
+from app.references import CANONICAL_SUFFIX, FORMATS, stored_path
+from app.schemas.checkpoints import CheckpointOut
+from app.services.checkpoints import check_fields, suffix_of, validate
+from app.services.uploads import receive_file
+
+router = APIRouter(prefix="/v1/checkpoints", tags=["checkpoints"])
+
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary"},
+                        "library": {"type": "string", "enum": ["torchvision", "timm"]},
+                        "architecture": {"type": "string", "maxLength": 128},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+def _out(row: Checkpoint) -> CheckpointOut:
+    return CheckpointOut(
+        id=row.sha256,
+        model_path=row.sha256 + CANONICAL_SUFFIX[row.format],
+        size_bytes=row.size_bytes,
+        format=row.format,
+        library=row.library,
+        architecture=row.architecture,
+        filename=row.filename,
+        created_at=row.created_at,
+    )
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=CheckpointOut,
+    openapi_extra=_UPLOAD_BODY,
+    responses=responses(401, 413, 415, 422),
+)
+async def upload_checkpoint(
+    request: Request, session: SessionDep, settings: SettingsDep, _: WriteAccess
+) -> CheckpointOut:
+    """Accept a weights file: a ``.pt2`` torch.export program, or a state_dict (``.safetensors``,
+    ``.pt``/``.pth``/``.bin``), checked against ``library`` + ``architecture`` when they are given.
+
+    Uploading the same bytes twice returns the first record (the id is the content hash), once the
+    new upload's own fields have been checked too.
+    """
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > settings.upload_limit_bytes + 64 * 1024:
+        raise ApiError(
+            413, "payload_too_large", f"checkpoints are limited to {settings.upload_limit_bytes} bytes"
+        )
+    folder = settings.effective_upload_dir
+    received = await receive_file(
+        request.headers.get("content-type"), request.stream(), folder, settings.upload_limit_bytes
+    )
+    try:
+        suffix = suffix_of(received.filename)
+        library = received.fields.get("library") or None
+        architecture = received.fields.get("architecture") or None
+        check_fields(library, architecture, suffix)
+        await run_in_threadpool(validate, received, suffix, library, architecture)
+        existing = await run_in_threadpool(session.get, Checkpoint, received.sha256)
+        if existing is not None:
+            return _out(existing)
+        received.path.replace(stored_path(folder, received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]]))
+        row = Checkpoint(
+            sha256=received.sha256,
+            size_bytes=received.size,
+            format=FORMATS[suffix],
+            library=library,
+            architecture=architecture,
+            filename=(received.filename or "")[:255] or None,
+        )
+        session.add(row)
+        try:
+            await run_in_threadpool(session.commit)
+        except IntegrityError:  # the same bytes uploaded concurrently: theirs won, same content
+            await run_in_threadpool(session.rollback)
+            row = await run_in_threadpool(session.get, Checkpoint, received.sha256)
+        return _out(row)  # type: ignore[arg-type]
+    finally:
+        received.path.unlink(missing_ok=True)

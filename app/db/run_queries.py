@@ -1,0 +1,112 @@
+"""The run history query: filters, sorting by creation time or by any marker, keyset pagination.
+
+Keyset (``WHERE (key, id) < (last_key, last_id)``) rather than OFFSET keeps every page as cheap as
+the first on a large history; the cursor carries the last row's key and id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, or_, select
+from sqlalchemy.orm import Session, aliased
+
+from app.db.models import Marker, Run
+
+CREATED = "created_at"
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    architecture: str | None = None
+    weights_sha256: str | None = None
+    dataset_fingerprint: str | None = None
+    marker: str | None = None
+    marker_min: float | None = None
+    marker_max: float | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PageKey:
+    """Where the previous page ended: its sort value and run id."""
+
+    value: Any
+    run_id: uuid.UUID
+
+
+def _filtered(query: Select[Any], flt: RunFilter) -> Select[Any]:
+    if flt.architecture is not None:
+        query = query.where(Run.architecture == flt.architecture)
+    if flt.weights_sha256 is not None:
+        query = query.where(Run.weights_sha256 == flt.weights_sha256)
+    if flt.dataset_fingerprint is not None:
+        query = query.where(Run.dataset_fingerprint == flt.dataset_fingerprint)
+    if flt.created_after is not None:
+        query = query.where(Run.created_at >= flt.created_after)
+    if flt.created_before is not None:
+        query = query.where(Run.created_at < flt.created_before)
+    if flt.marker is not None:
+        bound = aliased(Marker)
+        conditions = [bound.run_id == Run.id, bound.name == flt.marker, bound.value.is_not(None)]
+        if flt.marker_min is not None:
+            conditions.append(bound.value >= flt.marker_min)
+        if flt.marker_max is not None:
+            conditions.append(bound.value <= flt.marker_max)
+        query = query.where(select(bound.id).where(*conditions).exists())
+    return query
+
+
+def _after(key_col: ColumnElement[Any], after: PageKey, descending: bool) -> ColumnElement[bool]:
+    if descending:
+        return or_(key_col < after.value, and_(key_col == after.value, Run.id < after.run_id))
+    return or_(key_col > after.value, and_(key_col == after.value, Run.id > after.run_id))
+
+
+def list_runs(
+    session: Session,
+    flt: RunFilter,
+    *,
+    sort: str = CREATED,
+    descending: bool = True,
+    limit: int,
+    after: PageKey | None = None,
+) -> tuple[list[Run], PageKey | None]:
+    """One page of runs and the key to continue from (``None`` on the last page).
+
+    Sorting by a marker lists only runs where that marker has a value (a NULL has no place in an
+    order, and keyset paging over NULLs would skip or repeat rows).
+    """
+    if sort == CREATED:
+        key_col: ColumnElement[Any] = Run.created_at
+        query = select(Run, Run.created_at)
+    else:
+        sorted_by = aliased(Marker)
+        key_col = sorted_by.value
+        query = select(Run, sorted_by.value).join(
+            sorted_by, and_(sorted_by.run_id == Run.id, sorted_by.name == sort, sorted_by.value.is_not(None))
+        )
+    query = _filtered(query, flt)
+    if after is not None:
+        query = query.where(_after(key_col, after, descending))
+    order = (key_col.desc(), Run.id.desc()) if descending else (key_col.asc(), Run.id.asc())
+    rows = session.execute(query.order_by(*order).limit(limit + 1)).all()
+    page = [row[0] for row in rows[:limit]]
+    if len(rows) <= limit:
+        return page, None
+    last_run, last_value = rows[limit - 1]
+    return page, PageKey(last_value, last_run.id)
+
+
+def markers_of(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Marker]]:
+    """All markers of the given runs in one query (not one per run)."""
+    grouped: dict[uuid.UUID, list[Marker]] = {run_id: [] for run_id in run_ids}
+    if run_ids:
+        for marker in session.scalars(select(Marker).where(Marker.run_id.in_(run_ids)).order_by(Marker.name)):
+            grouped[marker.run_id].append(marker)
+    return grouped

@@ -1,0 +1,34 @@
+"""The FastAPI application: routers, error handlers, metrics; ``create_app`` for tests and servers."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.api import checkpoints, health, jobs, runs
+from app.api.errors import install_error_handlers
+from app.metrics import Metrics
+from app.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="zootriage",
+        summary="Rank pretrained weights by the geometry of their class manifolds (GLUE markers).",
+        version="0.1.0",
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    metrics = Metrics(settings.effective_database_url)
+    app.middleware("http")(metrics.middleware)
+    for module in (health, checkpoints, jobs, runs):
+        app.include_router(module.router)
+
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    def prometheus_metrics() -> PlainTextResponse:
+        """Prometheus exposition: requests by route template, jobs by status, job durations."""
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,77 @@
+"""Prometheus metrics: HTTP traffic counted in-process, job figures read from the database at scrape.
+
+Jobs run in other processes (workers), so their counts and durations come from the jobs table, which
+is the one place every process writes; a per-process counter would undercount.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import case, func, select
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.db.models import Job, JobStatus
+from app.db.session import get_sessionmaker
+
+DURATION_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
+
+
+class JobCollector(Collector):
+    def __init__(self, database_url: str) -> None:
+        self._database_url = database_url
+
+    def collect(self) -> Iterator[Metric]:
+        by_status = GaugeMetricFamily("zootriage_jobs", "Jobs by status", labels=["status"])
+        buckets = [func.sum(case((Job.duration_s <= b, 1), else_=0)) for b in DURATION_BUCKETS]
+        with get_sessionmaker(self._database_url)() as session:
+            counts = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
+            finished = select(func.count(), func.coalesce(func.sum(Job.duration_s), 0.0), *buckets).where(
+                Job.duration_s.is_not(None)
+            )
+            total, total_s, *cumulative = session.execute(finished).one()
+        for status in JobStatus:
+            by_status.add_metric([status.value], counts.get(status.value, 0))
+        yield by_status
+        duration = HistogramMetricFamily(
+            "zootriage_job_duration_seconds", "Wall time of finished jobs, queue wait excluded"
+        )
+        pairs = [(str(b), float(c or 0)) for b, c in zip(DURATION_BUCKETS, cumulative, strict=True)]
+        duration.add_metric([], [*pairs, ("+Inf", float(total))], sum_value=float(total_s))
+        yield duration
+
+
+class Metrics:
+    """One registry per app instance, so several apps in one process (tests) never collide."""
+
+    def __init__(self, database_url: str) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "zootriage_http_requests",
+            "HTTP requests by route template",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "zootriage_http_request_duration_seconds",
+            "HTTP latency by route template",
+            ["method", "route"],
+            registry=self.registry,
+        )
+        self.registry.register(JobCollector(database_url))
+
+    async def middleware(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        start = time.perf_counter()
+        response = await call_next(request)
+        # The template ("/v1/jobs/{job_id}"), not the raw path, keeps label cardinality bounded.
+        route = getattr(request.scope.get("route"), "path", None) or "unmatched"
+        self.latency.labels(request.method, route).observe(time.perf_counter() - start)
+        self.requests.labels(request.method, route, str(response.status_code)).inc()
+        return response

@@ -1,0 +1,101 @@
+"""The job queue as both sides see it: one Celery configuration, a client to enqueue, a reachability probe.
+
+The API only enqueues by task name, so it never imports the worker (and never imports torch's scoring
+stack). The worker builds its Celery app from the same ``celery_config``, so URLs and routing agree.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from functools import lru_cache
+from typing import Any
+
+from celery import Celery
+from kombu import Connection
+
+from app.settings import Settings
+
+SCORE_TASK = "zootriage.score_job"
+SCORE_QUEUE = "scoring"
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    url = settings.effective_broker_url
+    transport_options: dict[str, Any] = {}
+    if url.startswith("filesystem"):
+        folder = settings.broker_folder
+        (folder / "processed").mkdir(parents=True, exist_ok=True)
+        transport_options = {
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+            "processed_folder": str(folder / "processed"),
+            "store_processed": False,
+        }
+    elif url.startswith(("redis", "rediss")):
+        transport_options = {
+            "visibility_timeout": settings.broker_visibility_timeout_s,
+            "socket_connect_timeout": settings.broker_timeout_s,
+            "socket_timeout": settings.broker_timeout_s,
+        }
+    return {
+        "broker_url": url,
+        "broker_transport_options": transport_options,
+        "broker_connection_timeout": settings.broker_timeout_s,
+        "broker_connection_retry_on_startup": True,
+        "task_default_queue": SCORE_QUEUE,
+        "task_ignore_result": True,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        # A killed worker must not lose its job: ack only after the task returns, and hand the
+        # message back when the pool child dies. One message in flight per process.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_time_limit": settings.job_time_limit_s,
+        "task_soft_time_limit": max(1, settings.job_time_limit_s - 30),
+        "worker_hijack_root_logger": False,
+    }
+
+
+@lru_cache(maxsize=4)
+def _client(settings_json: str) -> Celery:
+    settings = Settings.model_validate_json(settings_json)
+    client = Celery("zootriage-api")
+    client.conf.update(celery_config(settings))
+    return client
+
+
+def enqueue_score(settings: Settings, job_id: str) -> None:
+    """Publish the scoring task; the job id is the task id so a cancel can revoke it by name."""
+    _client(settings.model_dump_json()).send_task(
+        SCORE_TASK,
+        args=[job_id],
+        task_id=job_id,
+        retry=True,
+        retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2},
+    )
+
+
+def revoke(settings: Settings, job_id: str) -> None:
+    """Best effort: workers drop a revoked queued task; a running one notices the cancelled row anyway.
+
+    Broadcast is not supported by every transport (the embedded filesystem broker has none), and the
+    job row is the real source of truth, so a failure here is not an error.
+    """
+    with suppress(Exception):
+        _client(settings.model_dump_json()).control.revoke(job_id)
+
+
+def broker_reachable(settings: Settings) -> str | None:
+    """``None`` when the broker answers, else why not."""
+    config = celery_config(settings)
+    try:
+        with Connection(
+            config["broker_url"],
+            transport_options=config["broker_transport_options"],
+            connect_timeout=settings.broker_timeout_s,
+        ) as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=settings.broker_timeout_s)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,56 @@
+"""Bodies of the run history: a summary per row, the full record for one run, a page with a cursor."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class MarkerOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    value: float | None
+    std: float | None
+    applicable: bool
+    reason: str | None
+    version: str
+
+
+class RunSummary(BaseModel):
+    id: uuid.UUID
+    run_key: str
+    created_at: datetime
+    architecture: str | None
+    weights_sha256: str
+    dataset_fingerprint: str
+    model: dict[str, Any]
+    dataset: dict[str, Any]
+    markers: dict[str, float | None]
+
+
+class RunDetail(BaseModel):
+    id: uuid.UUID
+    run_key: str
+    created_at: datetime
+    architecture: str | None
+    weights_sha256: str
+    dataset_fingerprint: str
+    model: dict[str, Any]
+    dataset: dict[str, Any]
+    sampling: dict[str, Any]
+    protocol: dict[str, Any]
+    model_meta: dict[str, Any]
+    code_version: str
+    device: str
+    n_images: int
+    timings: dict[str, Any]
+    markers: list[MarkerOut]
+
+
+class RunPage(BaseModel):
+    items: list[RunSummary]
+    next_cursor: str | None

@@ -1,0 +1,45 @@
+"""One worker process per GPU, each pinned to its own device before CUDA is ever initialised.
+
+The parent process must not touch CUDA (a CUDA context does not survive fork), so the GPU count comes
+from settings or ``nvidia-smi -L``, and each pool child sets ``CUDA_VISIBLE_DEVICES`` to its own index
+in ``worker_process_init``, before its first job imports a model onto the device.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+
+from billiard.process import current_process
+
+from app.settings import Settings
+
+
+def gpu_count(settings: Settings) -> int:
+    if settings.gpus is not None:
+        return settings.gpus
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10, check=True)
+    except (subprocess.SubprocessError, OSError):
+        return 0
+    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
+
+
+def process_count(settings: Settings) -> int:
+    """One process per GPU; on a CPU-only machine a single process (torch already uses every core)."""
+    return max(1, gpu_count(settings))
+
+
+def prepare_pool_child(settings: Settings) -> None:
+    """Give this pool child its own GPU (pool index modulo the GPU count), and let it start the
+    data-loading processes torch's DataLoader uses: pool children are daemonic by default, and a
+    daemonic process may not have children. The loaders exit with their parent (torch watches it)."""
+    multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
+    count = gpu_count(settings)
+    if count > 0:
+        index = getattr(current_process(), "index", 0) or 0
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(index % count)

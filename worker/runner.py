@@ -1,0 +1,156 @@
+"""One job, end to end: claim the row, score through core, store the run and its markers atomically.
+
+Safe to run more than once for the same job (a redelivered message after a worker died, a retry):
+a finished job is left alone, a run already stored under the run key is reused, and the unique run key
+turns a duplicate insert into "link to the existing run". That is what makes acks_late safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import version as package_version
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Marker, Run
+from app.db.run_key import run_key
+from app.db.session import session_scope
+from app.references import local_model, parse_request
+from app.settings import Settings
+from core.device import resolve_device
+from core.markers import list_markers
+from core.scoring import EXTRACTION_VERSION, ScoreResult, score
+from worker.progress import ProgressWriter
+
+log = logging.getLogger(__name__)
+CODE_VERSION = f"zootriage {package_version('zootriage')} extraction v{EXTRACTION_VERSION}"
+
+
+class JobNotVisible(Exception):
+    """The task arrived before the API's transaction committed the job row: retry shortly."""
+
+
+@dataclass(frozen=True)
+class Claimed:
+    job_id: uuid.UUID
+    run_key: str
+    request: dict[str, Any]
+    started: float
+
+
+def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
+    """Move the job to running (counting the attempt); ``None`` when there is nothing left to do."""
+    with session_scope(settings.effective_database_url) as session:
+        job = session.get(Job, job_id, with_for_update=True)
+        if job is None:
+            raise JobNotVisible(str(job_id))
+        if job.status not in [s.value for s in ACTIVE_STATUSES]:
+            return None
+        existing = session.scalar(select(Run.id).where(Run.run_key == job.run_key))
+        now = datetime.now(UTC)
+        if existing is not None:  # computed meanwhile by another job: nothing to recompute
+            job.status, job.run_id, job.finished_at = JobStatus.succeeded.value, existing, now
+            return None
+        job.status = JobStatus.running.value
+        job.started_at = job.started_at or now
+        job.attempts += 1
+        job.error_code = job.error_message = None
+        return Claimed(job.id, job.run_key, dict(job.request), time.monotonic())
+
+
+def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None:
+    with session_scope(settings.effective_database_url) as session:
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status.in_([s.value for s in ACTIVE_STATUSES]))
+            .values(
+                status=JobStatus.failed.value,
+                error_code=code[:64],
+                error_message=message,
+                finished_at=datetime.now(UTC),
+            )
+        )
+
+
+def compute(settings: Settings, claimed: Claimed) -> ScoreResult:
+    model, dataset, sampling, protocol = parse_request(claimed.request)
+    return score(
+        local_model(model, settings.effective_upload_dir),
+        dataset,
+        sampling,
+        protocol,
+        device=resolve_device(None),
+        progress=ProgressWriter(settings.effective_database_url, claimed.job_id),
+        cache_dir=settings.effective_cache_dir,
+        data_roots=settings.effective_data_roots,
+    )
+
+
+def _run_row(claimed: Claimed, result: ScoreResult) -> Run:
+    request = claimed.request
+    key = run_key(result.weights_sha256, result.dataset_fingerprint, request["sampling"], request["protocol"])
+    versions = {spec.name: spec.version for spec in list_markers()}
+    return Run(
+        run_key=key,
+        model_ref=request["model"],
+        architecture=result.model.architecture,
+        weights_sha256=result.weights_sha256,
+        dataset_ref=request["dataset"],
+        dataset_fingerprint=result.dataset_fingerprint,
+        sampling=request["sampling"],
+        protocol=request["protocol"],
+        model_meta={
+            **result.model.to_dict(),
+            "n_classes": result.n_classes,
+            "feature_dim": result.feature_dim,
+            "logits_match_labels": result.logits_match_labels,
+            "features_cached": result.features_cached,
+        },
+        code_version=CODE_VERSION,
+        device=str(result.device),
+        n_images=result.n_images,
+        timings=dict(result.timings),
+        markers=[
+            Marker(
+                name=name,
+                value=mv.value,
+                std=mv.std,
+                applicable=mv.applicable,
+                reason=mv.reason,
+                version=str(versions.get(name, 1)),
+            )
+            for name, mv in result.markers.items()
+        ],
+    )
+
+
+def store(settings: Settings, claimed: Claimed, result: ScoreResult) -> None:
+    """The run, its markers and the job's success in one transaction; a duplicate run key links instead."""
+    url = settings.effective_database_url
+    finished = {"finished_at": datetime.now(UTC), "duration_s": time.monotonic() - claimed.started}
+    active = [s.value for s in ACTIVE_STATUSES]
+    try:
+        with session_scope(url) as session:
+            run = _run_row(claimed, result)
+            session.add(run)
+            session.flush()
+            session.execute(
+                update(Job)
+                .where(Job.id == claimed.job_id, Job.status.in_(active))
+                .values(status=JobStatus.succeeded.value, run_id=run.id, stage="done", **finished)
+            )
+    except IntegrityError:
+        log.info("run %s was stored by another attempt; linking job %s to it", run.run_key, claimed.job_id)
+        with session_scope(url) as session:
+            existing = session.scalar(select(Run.id).where(Run.run_key == run.run_key))
+            session.execute(
+                update(Job)
+                .where(Job.id == claimed.job_id, Job.status.in_(active))
+                .values(status=JobStatus.succeeded.value, run_id=existing, stage="done", **finished)
+            )
