@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 run: install
-	$(BIN)/python -m core.examples
+	$(BIN)/python -m app.embedded
 
 lint: install
 	$(BIN)/ruff check .

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import score
+from app.cli import score, service
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
@@ -17,6 +17,7 @@ def _root() -> None:
 
 
 score.register(app)
+service.register(app)
 
 
 def main() -> None:
