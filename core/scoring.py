@@ -1,7 +1,7 @@
 """``score``: a model reference and a dataset reference in, every marker out (the worker's one call).
 
-Stages, each timed: resolve and load the model (hashing its weights), open and sample the dataset
-(fingerprinting the sample), extract features and logits (or read them from the feature cache), and
+Stages, each timed: open and sample the dataset (fingerprinting the sample), resolve and load the
+model (hashing its weights), extract features and logits (or read them from the feature cache), and
 compute the markers. The feature cache is keyed by (weights sha256, dataset fingerprint, extraction
 settings), so scoring the same model and data under another protocol skips the forward passes.
 """
@@ -77,11 +77,11 @@ def score(
     dev = resolve_device(device)
     timings: dict[str, float] = {}
     report = progress or _ignore
-    with _timed(timings, "load_model", report):
-        loaded = load_model(model)
-    with _timed(timings, "sample", report):
+    with _timed(timings, "sample", report):  # first: a bad dataset fails before any weights are read
         images = open_dataset(dataset, sampling.split, roots=data_roots, limits=limits)
         chosen = sample(images, sampling)
+    with _timed(timings, "load_model", report):
+        loaded = load_model(model)
     key = _cache_key(loaded, chosen.fingerprint, dev)
     cached = _read_cache(cache_dir, key)
     start = time.perf_counter()

