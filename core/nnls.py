@@ -106,19 +106,71 @@ class _Problems:
             g = torch.nn.functional.pad((signed @ self.points) @ self.points.T, (0, 1))
         return self.b - self.signs * g
 
-    def solve_passive(self, idx: torch.Tensor, used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Unconstrained minimiser on each passive set, s_S = G_SS⁻¹ b_S, as slot values (0 if unused).
-
-        Returns s and a (B,) mask of the draws whose packed system was positive definite.
-        """
+    def factor(self, idx: torch.Tensor, used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cholesky factors of the packed passive systems G_SS (identity on unused slots), and a (B,)
+        mask of the draws whose system was positive definite."""
         sig = self.signs.gather(1, idx) * used
         g_ss = self.gram[idx[:, :, None], idx[:, None, :]] * sig[:, :, None] * sig[:, None, :]
         g_ss = g_ss + torch.diag_embed((~used).to(g_ss.dtype))
         chol, info = torch.linalg.cholesky_ex(g_ss)
+        return chol, info == 0
+
+    def solve(self, idx: torch.Tensor, used: torch.Tensor, chol: torch.Tensor) -> torch.Tensor:
+        """Unconstrained minimiser on each passive set, s_S = G_SS⁻¹ b_S, as slot values (0 if unused)."""
         b_s = (self.b.gather(1, idx) * used).unsqueeze(-1)
-        s = torch.cholesky_solve(b_s, chol).squeeze(-1) * used
-        good = (info == 0) & torch.isfinite(s).all(dim=1)
-        return torch.where(good[:, None], s, torch.zeros_like(s)), good
+        return torch.cholesky_solve(b_s, chol).squeeze(-1) * used
+
+
+class _Active:
+    """The unfinished draws of a block with their passive sets.
+
+    Slots are compact: draw b's passive indices sit in ``idx[b, :count[b]]``, the rest point at the
+    dummy n. ``chol`` holds the Cholesky factor of each packed G_SS (identity on unused slots); adding
+    an index appends one row to it (O(C²) instead of refactoring in O(C³)).
+    """
+
+    def __init__(self, prob: _Problems):
+        b, dev = prob.b.shape[0], prob.b.device
+        self.prob = prob
+        self.rows = torch.arange(b, device=dev)
+        self.idx = torch.full((b, 8), prob.n, dtype=torch.long, device=dev)
+        self.x = torch.zeros((b, 8), dtype=prob.b.dtype, device=dev)
+        self.count = torch.zeros(b, dtype=torch.long, device=dev)
+        self.chol = torch.eye(8, dtype=prob.b.dtype, device=dev).repeat(b, 1, 1)
+
+    def used(self) -> torch.Tensor:
+        return torch.arange(self.idx.shape[1], device=self.idx.device)[None, :] < self.count[:, None]
+
+    def keep(self, mask: torch.Tensor) -> None:
+        keep = mask.nonzero(as_tuple=True)[0]
+        self.prob = self.prob.take(keep)
+        self.rows, self.idx, self.x = self.rows[keep], self.idx[keep], self.x[keep]
+        self.count, self.chol = self.count[keep], self.chol[keep]
+
+    def append(self, enter: torch.Tensor) -> torch.Tensor:
+        """Add index ``enter[b]`` to every draw's passive set by a rank-one extension of its factor:
+        l = L⁻¹ g_S, d = sqrt(g_jj − ‖l‖²). Returns the mask of draws where this worked (d > 0)."""
+        slots = self.idx.shape[1]
+        if int(self.count.max()) == slots:
+            self.idx = torch.nn.functional.pad(self.idx, (0, slots), value=self.prob.n)
+            self.x = torch.nn.functional.pad(self.x, (0, slots))
+            old = self.chol
+            self.chol = torch.eye(2 * slots, dtype=old.dtype, device=old.device).repeat(old.shape[0], 1, 1)
+            self.chol[:, :slots, :slots] = old
+        prob, used = self.prob, self.used()
+        sig_e = prob.signs.gather(1, enter[:, None])
+        g = prob.gram[enter].gather(1, self.idx) * prob.signs.gather(1, self.idx) * sig_e * used
+        l_row = torch.linalg.solve_triangular(self.chol, g.unsqueeze(-1), upper=False).squeeze(-1)
+        g_jj = prob.gram[enter, enter]
+        d2 = g_jj - l_row.square().sum(dim=1)
+        ok = d2 > 1e-12 * g_jj
+        here = ok.nonzero(as_tuple=True)[0]
+        pos = self.count[here]
+        self.chol[here, pos, :] = l_row[here]
+        self.chol[here, pos, pos] = d2[here].sqrt()
+        self.idx[here, pos] = enter[here]
+        self.count[here] += 1
+        return ok
 
 
 def _solve_block(
@@ -126,93 +178,78 @@ def _solve_block(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lawson–Hanson on one block of draws; see the module docstring."""
     n_draws, n = signs.shape
-    dev = points.device
     full = _Problems(points, gram, signs, t)
-    prob = full
-    rows = torch.arange(n_draws, device=dev)
-    out_idx = torch.full((n_draws, 1), n, dtype=torch.long, device=dev)
-    out_x = torch.zeros((n_draws, 1), dtype=points.dtype, device=dev)
-    idx, x = out_idx.clone(), out_x.clone()
-    used = torch.zeros(idx.shape, dtype=torch.bool, device=dev)
-    w = prob.b.clone()
+    act = _Active(full)
+    out_idx = torch.full((n_draws, 1), n, dtype=torch.long, device=points.device)
+    out_x = torch.zeros((n_draws, 1), dtype=points.dtype, device=points.device)
 
     def finish(mask: torch.Tensor) -> None:
         nonlocal out_idx, out_x
-        if idx.shape[1] > out_idx.shape[1]:
-            grow = idx.shape[1] - out_idx.shape[1]
-            out_idx = torch.nn.functional.pad(out_idx, (0, grow), value=n)
-            out_x = torch.nn.functional.pad(out_x, (0, grow))
-        out_idx[rows[mask], : idx.shape[1]] = torch.where(used[mask], idx[mask], n)
-        out_x[rows[mask], : idx.shape[1]] = x[mask] * used[mask]
+        width = act.idx.shape[1]
+        if width > out_idx.shape[1]:
+            out_idx = torch.nn.functional.pad(out_idx, (0, width - out_idx.shape[1]), value=n)
+            out_x = torch.nn.functional.pad(out_x, (0, width - out_x.shape[1]))
+        out_idx[act.rows[mask], :width] = act.idx[mask]
+        out_x[act.rows[mask], :width] = act.x[mask]
+        act.keep(~mask)
 
+    w = full.b
     for _ in range(3 * n + 10):
-        w_max, enter = w.scatter(1, idx, -torch.inf)[:, :n].max(dim=1)
-        going = w_max > _ENTER_RTOL * prob.scale
-        if not bool(going.all()):
-            finish(~going)
-            keep = going.nonzero(as_tuple=True)[0]
-            rows, prob, idx, x, used, enter = (
-                rows[keep],
-                prob.take(keep),
-                idx[keep],
-                x[keep],
-                used[keep],
-                enter[keep],
-            )
-            if rows.numel() == 0:
+        w_max, enter = w.scatter(1, act.idx, -torch.inf)[:, :n].max(dim=1)
+        done = w_max <= _ENTER_RTOL * act.prob.scale
+        if bool(done.any()):
+            finish(done)
+            enter = enter[~done]
+            if act.rows.numel() == 0:
                 break
-        if bool(used.all(dim=1).any()):
-            idx = torch.nn.functional.pad(idx, (0, idx.shape[1]), value=n)
-            x = torch.nn.functional.pad(x, (0, x.shape[1]))
-            used = torch.nn.functional.pad(used, (0, used.shape[1]))
-        here = torch.arange(rows.numel(), device=dev)
-        slot = (~used).to(torch.int8).argmax(dim=1)
-        idx[here, slot] = enter
-        used[here, slot] = True
-        s, alive = _inner_loop(prob, idx, x, used)
-        # A draw whose entering index was dropped again, or whose passive system was singular, has
-        # stalled in floating point: stop it here and let the KKT check below judge its answer.
-        stalled = ~used[here, slot] | ~alive
-        x = torch.where(stalled[:, None], x, s)
-        used = used & (x > 0)
-        idx = torch.where(used, idx, n)
+        # A draw that cannot take its entering index (numerically in the span of its passive set),
+        # drops it again in the inner loop, or meets a singular system has stalled in floating point:
+        # it stops here and the KKT check below judges its answer.
+        stalled = ~act.append(enter)
+        s, alive = _inner_loop(act)
+        stalled |= ~alive | ~(act.idx == enter[:, None]).any(dim=1)
+        act.x = torch.where(stalled[:, None], act.x, s)
         if bool(stalled.any()):
             finish(stalled)
-            keep = (~stalled).nonzero(as_tuple=True)[0]
-            rows, prob, idx, x, used = rows[keep], prob.take(keep), idx[keep], x[keep], used[keep]
-            if rows.numel() == 0:
+            if act.rows.numel() == 0:
                 break
-        w = prob.gradient(idx, x)
+        w = act.prob.gradient(act.idx, act.x)
     else:
-        finish(torch.ones(rows.shape, dtype=torch.bool, device=dev))
+        finish(torch.ones(act.rows.shape, dtype=torch.bool, device=points.device))
     lam = full.dense(out_idx, out_x)
     return lam, _kkt_holds(full, out_idx, out_x, lam)
 
 
-def _inner_loop(
-    prob: _Problems, idx: torch.Tensor, x: torch.Tensor, used: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
     """Lawson–Hanson's inner loop: step back along λ → s until every passive s_i is positive.
 
     While some passive s_i ≤ 0, move λ by the largest step α = min_{i: s_i ≤ 0} λ_i / (λ_i − s_i) that
-    keeps λ ≥ 0, drop the indices that reach zero and re-solve. Updates ``x`` and ``used`` in place;
-    returns the final s and a mask of draws whose passive systems stayed solvable.
+    keeps λ ≥ 0, drop the indices that reach zero, compact the slots, refactor and re-solve. Updates
+    ``act`` in place; returns the final s and a mask of draws whose passive systems stayed solvable.
     """
-    s, alive = prob.solve_passive(idx, used)
-    todo = (alive & (used & (s <= 0)).any(dim=1)).nonzero(as_tuple=True)[0]
+    prob, n = act.prob, act.prob.n
+    s = prob.solve(act.idx, act.used(), act.chol)
+    alive = torch.ones(s.shape[0], dtype=torch.bool, device=s.device)
+    todo = ((s <= 0) & act.used()).any(dim=1).nonzero(as_tuple=True)[0]
     while todo.numel():
-        sub_x, sub_s, sub_used = x[todo], s[todo], used[todo]
-        neg = sub_used & (sub_s <= 0)
-        step = sub_x / torch.clamp(sub_x - sub_s, min=torch.finfo(sub_x.dtype).tiny)
-        ratio = torch.where(neg, step, torch.full_like(sub_x, torch.inf))
+        x, sub_s, used = act.x[todo], s[todo], act.used()[todo]
+        neg = used & (sub_s <= 0)
+        step = x / torch.clamp(x - sub_s, min=torch.finfo(x.dtype).tiny)
+        ratio = torch.where(neg, step, torch.full_like(x, torch.inf))
         alpha = ratio.min(dim=1).values.clamp(0, 1)
-        sub_x = sub_x + alpha[:, None] * (sub_s - sub_x)
-        sub_used = sub_used & (sub_x > 0) & ~(neg & (ratio <= alpha[:, None]))
-        x[todo] = sub_x * sub_used
-        used[todo] = sub_used
-        sub_s, sub_alive = prob.take(todo).solve_passive(idx[todo], sub_used)
-        s[todo], alive[todo] = sub_s, sub_alive
-        todo = todo[sub_alive & (sub_used & (sub_s <= 0)).any(dim=1)]
+        x = x + alpha[:, None] * (sub_s - x)
+        stay = used & (x > 0) & ~(neg & (ratio <= alpha[:, None]))
+        order = torch.argsort((~stay).to(torch.int8), dim=1, stable=True)
+        stay = stay.gather(1, order)
+        idx = torch.where(stay, act.idx[todo].gather(1, order), n)
+        act.idx[todo], act.x[todo], act.count[todo] = idx, x.gather(1, order) * stay, stay.sum(dim=1)
+        sub = prob.take(todo)
+        chol, ok = sub.factor(idx, stay)
+        act.chol[todo] = chol
+        sub_s = sub.solve(idx, stay, chol)
+        ok &= torch.isfinite(sub_s).all(dim=1)
+        s[todo], alive[todo] = torch.where(ok[:, None], sub_s, 0.0), ok
+        todo = todo[ok & ((sub_s <= 0) & stay).any(dim=1)]
     return s, alive
 
 
