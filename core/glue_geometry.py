@@ -24,6 +24,8 @@ import torch
 # Relative cut-off of the pseudo-inverses and of "active" (w_μ against the largest w over all draws).
 PINV_RTOL = 1e-10
 ACTIVE_RTOL = 1e-12
+# Squared norms (and eigenvalues) below this count as zero; the points have unit RMS norm.
+NORM_FLOOR = 1e-20
 _CHUNK_ELEMENTS = 1 << 23
 
 
@@ -64,20 +66,26 @@ def anchor_points(
 
 
 def _quad_pinv(gram: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
-    """vᵀ G⁺ v for a batch of symmetric PSD G, with eigenvalues below PINV_RTOL·λ_max treated as 0."""
+    """vᵀ G⁺ v for a batch of symmetric PSD G.
+
+    Eigenvalues below PINV_RTOL·λ_max, or below the absolute floor NORM_FLOOR (the points have unit
+    RMS norm, so this is relative to the data's scale), count as zero: without the floor, a batch
+    whose G is pure rounding noise (every active class a single point) would be inverted as signal.
+    """
     evals, evecs = torch.linalg.eigh(gram)
-    cut = PINV_RTOL * evals.amax(dim=-1, keepdim=True).clamp(min=0)
-    inv = torch.where(evals > cut, 1.0 / torch.where(evals > cut, evals, torch.ones_like(evals)), 0.0)
+    cut = torch.clamp(PINV_RTOL * evals.amax(dim=-1, keepdim=True), min=NORM_FLOOR)
+    keep = evals > cut
+    inv = torch.where(keep, 1.0 / torch.where(keep, evals, torch.ones_like(evals)), 0.0)
     proj = torch.einsum("bpq,bp->bq", evecs, vec)
     return (proj.square() * inv).sum(dim=-1)
 
 
-def _unit(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows scaled to unit norm, and a mask of rows with a direction at all (norm above rounding)."""
-    norm = v.norm(dim=-1, keepdim=True)
-    tiny = 1e-12 * norm.amax().clamp(min=torch.finfo(v.dtype).tiny)
-    has = norm > tiny
-    return v / torch.where(has, norm, torch.ones_like(norm)), has.squeeze(-1)
+def _abs_cos(dots: torch.Tensor, sq_rows: torch.Tensor, sq_cols: torch.Tensor) -> torch.Tensor:
+    """|cos| from inner products and squared norms (entries without a direction give 0)."""
+    denom = torch.sqrt(
+        sq_rows.clamp(min=NORM_FLOOR)[..., :, None] * sq_cols.clamp(min=NORM_FLOOR)[..., None, :]
+    )
+    return (dots / denom).abs()
 
 
 def effective_geometry(
@@ -88,7 +96,11 @@ def effective_geometry(
     lam: torch.Tensor,
     n_crit: float,
 ) -> Geometry:
-    """The markers of the module docstring from the draws t (n_t, r) and their solutions λ (n_t, n)."""
+    """The markers of the module docstring from the draws t (n_t, r) and their solutions λ (n_t, n).
+
+    ``points`` must have unit RMS norm (as :func:`core.glue.preprocess` leaves them). Cosines come
+    from the Gram matrices G¹ and S¹C⁰ᵀ, so the only (n_t, P, r) tensors are the anchors and S¹.
+    """
     n_t = lam.shape[0]
     coeff, active = anchor_coefficients(lam, classes, n_classes)
     counts = active.sum(dim=0)
@@ -97,33 +109,32 @@ def effective_geometry(
     centers.index_add_(0, classes, coeff.sum(dim=0)[:, None] * points)
     has_center = counts > 0
     centers = centers / torch.where(has_center, counts, torch.ones_like(counts))[:, None].to(lam.dtype)
+    cc = centers @ centers.T
+    sq_c = cc.diagonal()
+    c_dir = sq_c > NORM_FLOOR
 
-    unit_c, c_dir = _unit(centers)
     sums = {"a": 0.0, "b": 0.0, "axis": 0.0, "axis_n": 0.0, "ca": 0.0, "ca_n": 0.0}
     step = max(1, _CHUNK_ELEMENTS // max(1, n_classes * points.shape[1]))
     off_diag = ~torch.eye(n_classes, dtype=torch.bool, device=lam.device)
     for start in range(0, n_t, step):
         sl = slice(start, start + step)
-        s, act = anchor_points(points, classes, n_classes, coeff[sl]), active[sl]
-        mask = act.to(lam.dtype)[:, :, None]
-        s1 = (s - centers[None]) * mask
-        s0 = centers[None] * mask
+        act = active[sl]
+        mask = act.to(lam.dtype)
+        s1 = (anchor_points(points, classes, n_classes, coeff[sl]) - centers[None]) * mask[:, :, None]
         t1 = torch.einsum("bpr,br->bp", s1, t[sl])
         g1 = s1 @ s1.transpose(1, 2)
-        g0 = s0 @ s0.transpose(1, 2)
+        g0 = cc[None] * mask[:, :, None] * mask[:, None, :]
         sums["a"] += float(_quad_pinv(g1, t1).sum())
         sums["b"] += float(_quad_pinv(g0 + g1, t1).sum())
 
-        unit_s1, s1_dir = _unit(s1)
-        usable = act & s1_dir
+        sq_s1 = g1.diagonal(dim1=1, dim2=2)
+        usable = act & (sq_s1 > NORM_FLOOR)
         pair = usable[:, :, None] & usable[:, None, :] & off_diag
-        cos = (unit_s1 @ unit_s1.transpose(1, 2)).abs()
-        sums["axis"] += float(cos[pair].sum()) / 2
+        sums["axis"] += float(_abs_cos(g1, sq_s1, sq_s1)[pair].sum()) / 2
         sums["axis_n"] += float(pair.sum()) / 2
         # |cos(s⁰_μ, s¹_ν(k))| for μ ≠ ν both active at k; rows ν, columns μ.
         pair_c = usable[:, :, None] & (act & c_dir)[:, None, :] & off_diag
-        cos_c = torch.einsum("bvr,mr->bvm", unit_s1, unit_c).abs()
-        sums["ca"] += float(cos_c[pair_c].sum())
+        sums["ca"] += float(_abs_cos(s1 @ centers.T, sq_s1, sq_c)[pair_c].sum())
         sums["ca_n"] += float(pair_c.sum())
 
     mean_a, mean_b = sums["a"] / n_t, sums["b"] / n_t
@@ -135,9 +146,9 @@ def effective_geometry(
     else:
         radius = math.sqrt(mean_b / gap)
 
-    cc = has_center & c_dir
-    cos_cc = (unit_c[cc] @ unit_c[cc].T).abs()
-    m = int(cc.sum())
+    with_dir = has_center & c_dir
+    cos_cc = _abs_cos(cc, sq_c, sq_c)[with_dir][:, with_dir]
+    m = int(with_dir.sum())
     center_alignment = float((cos_cc.sum() - cos_cc.diagonal().sum()) / (m * (m - 1))) if m > 1 else 0.0
     return Geometry(
         dimension=mean_a / n_classes,
@@ -146,5 +157,5 @@ def effective_geometry(
         center_alignment=center_alignment,
         axis_alignment=sums["axis"] / sums["axis_n"] if sums["axis_n"] else 0.0,
         center_axis_alignment=sums["ca"] / sums["ca_n"] if sums["ca_n"] else 0.0,
-        center_norm=float(torch.sqrt(centers.square().sum() / n_classes)),
+        center_norm=float(torch.sqrt(sq_c.sum() / n_classes)),
     )
