@@ -30,10 +30,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "data_folder_out": str(folder),
             "processed_folder": str(folder / "processed"),
             "store_processed": False,
+            "polling_interval": 0.1,
         }
     elif url.startswith(("redis", "rediss")):
         transport_options = {
             "visibility_timeout": settings.broker_visibility_timeout_s,
+            # Look for expired unacked messages (a dead worker's job) every ~10 s instead of ~100 s.
+            "unacked_restore_interval": 1,
             "socket_connect_timeout": settings.broker_timeout_s,
             "socket_timeout": settings.broker_timeout_s,
         }

@@ -15,6 +15,8 @@ from app.db.session import session_scope
 from app.main import create_app
 from app.settings import Settings
 from tests.integration.databases import REDIS_URL, migrate, scratch_database
+from tests.integration.models import export_mnist_cnn
+from tests.integration.stack import Stack, start_stack
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +71,19 @@ def clean_db(database_url: str) -> Iterator[str]:
 def client(settings: Settings, clean_db: str) -> Iterator[TestClient]:
     with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def mnist_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_mnist_cnn(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="session")
+def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """uvicorn + one Celery worker process for the whole session. Redis hands a dead worker's job to
+    the next worker after the visibility timeout, kept short here so the kill test stays quick."""
+    running = start_stack(
+        settings, tmp_path_factory.mktemp("logs"), ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="8"
+    )
+    yield running
+    running.stop()

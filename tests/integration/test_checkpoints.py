@@ -9,12 +9,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.settings import Settings
-from tests.integration.models import export_mnist_cnn
-
-
-@pytest.fixture(scope="session")
-def mnist_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return export_mnist_cnn(tmp_path_factory.mktemp("models"))
 
 
 def test_a_program_is_stored_under_its_sha256(

@@ -1,0 +1,102 @@
+"""The real service as separate processes: uvicorn serving the API, a Celery worker on Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from app.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def service_env(settings: Settings, **extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "ZOOTRIAGE_STATE_DIR": str(settings.state_dir),
+        "ZOOTRIAGE_DATABASE_URL": settings.effective_database_url,
+        "ZOOTRIAGE_BROKER_URL": settings.effective_broker_url,
+        "ZOOTRIAGE_DATA_ROOTS": ":".join(str(p) for p in settings.effective_data_roots),
+        "ZOOTRIAGE_UPLOAD_LIMIT_BYTES": str(settings.upload_limit_bytes),
+    }
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Stack:
+    base_url: str
+    env: dict[str, str]
+    logs: Path
+    api: subprocess.Popen[bytes]
+    worker: subprocess.Popen[bytes] | None = None
+    started_workers: int = field(default=0)
+
+    def start_worker(self) -> None:
+        """A worker in its own process group, so that a kill takes its pool children with it."""
+        self.started_workers += 1
+        log = open(self.logs / f"worker-{self.started_workers}.log", "wb")  # noqa: SIM115
+        command = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--loglevel=INFO"]
+        self.worker = subprocess.Popen(
+            [*command, "-n", f"test{self.started_workers}@%h"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill_worker(self) -> None:
+        """SIGKILL the whole worker (main process, pool child, data loaders): nothing gets to clean up."""
+        assert self.worker is not None
+        os.killpg(self.worker.pid, signal.SIGKILL)
+        self.worker.wait(timeout=30)
+        self.worker = None
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            os.killpg(self.worker.pid, signal.SIGTERM)
+            try:
+                self.worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.worker.pid, signal.SIGKILL)
+        self.api.terminate()
+        self.api.wait(timeout=30)
+
+
+def start_stack(settings: Settings, logs: Path, **extra_env: str) -> Stack:
+    port = free_port()
+    env = service_env(settings, **extra_env)
+    api_log = open(logs / "api.log", "wb")  # noqa: SIM115
+    api = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)],
+        env=env,
+        stdout=api_log,
+        stderr=subprocess.STDOUT,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if api.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the API did not start; see {logs / 'api.log'}")
+        time.sleep(0.2)
+    stack = Stack(base_url, env, logs, api)
+    stack.start_worker()
+    return stack
