@@ -172,3 +172,28 @@ def test_a_worker_killed_mid_job_loses_nothing(
     assert count(database_url, Run, Run.id == job["run_id"]) == 1
     key = http.get(f"/v1/runs/{job['run_id']}").json()["run_key"]
     assert count(database_url, Run, Run.run_key == key) == 1
+
+
+def test_bad_input_found_by_the_worker_fails_the_job_without_retry(
+    http: httpx.Client, tmp_path: Path
+) -> None:
+    import torch
+    import torchvision
+
+    path = tmp_path / "shufflenet.pt"
+    torch.save(torchvision.models.shufflenet_v2_x0_5(num_classes=10).state_dict(), path)
+    uploaded = http.post("/v1/checkpoints", files={"file": ("shufflenet.pt", path.read_bytes())})
+    assert uploaded.status_code == 201, uploaded.text
+    wrong_architecture = {
+        "source": "checkpoint",
+        "path": uploaded.json()["model_path"],
+        "library": "torchvision",
+        "architecture": "resnet18",
+    }
+    posted = http.post("/v1/jobs", json=job_body(wrong_architecture))
+    assert posted.status_code == 202, posted.text
+    job, _ = wait(http, posted.headers["location"])
+    assert job["status"] == "failed"
+    assert job["error"]["code"] == "checkpoint_key_mismatch"
+    assert job["attempts"] == 1
+    assert job["run_id"] is None

@@ -1,0 +1,119 @@
+"""Bad job requests are 4xx with ``{code, message}``; an unreachable dependency is 503, nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from app.api_keys import create_api_key
+from app.db.models import Job
+from app.db.session import session_scope
+from app.main import create_app
+from app.settings import Settings
+
+MNIST = {"source": "builtin", "name": "mnist"}
+
+
+@pytest.fixture
+def program_ref(client: TestClient, mnist_program: Path) -> dict[str, Any]:
+    uploaded = client.post("/v1/checkpoints", files={"file": ("m.pt2", mnist_program.read_bytes())})
+    return {"source": "checkpoint", "path": uploaded.json()["model_path"]}
+
+
+def body(model: dict[str, Any], dataset: dict[str, Any] = MNIST, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "dataset": dataset, "sampling": {"per_class": 5, "split": "test"}, **extra}
+
+
+def jobs_in(database_url: str) -> int:
+    with session_scope(database_url) as session:
+        return int(session.scalar(select(func.count()).select_from(Job)) or 0)
+
+
+@pytest.mark.parametrize(
+    ("model", "dataset", "extra", "status", "code"),
+    [
+        ({"source": "torchvision", "arch": "no_such_net"}, MNIST, {}, 404, "unknown_model"),
+        ({"source": "torchvision", "arch": "resnet18", "weights": "NOPE"}, MNIST, {}, 404, "unknown_model"),
+        (
+            {"source": "torchvision", "arch": "resnet18", "weights": "IMAGENET1K_V1"},
+            MNIST,
+            {},
+            404,
+            "weights_not_available",
+        ),
+        ({"source": "timm", "name": "not_a_timm_model"}, MNIST, {}, 404, "unknown_model"),
+        ({"source": "checkpoint", "path": "f" * 64 + ".pt2"}, MNIST, {}, 404, "unknown_checkpoint"),
+        ({"source": "checkpoint", "path": "../../etc/passwd.pt2"}, MNIST, {}, 404, "unknown_checkpoint"),
+        ({"source": "magic"}, MNIST, {}, 422, "invalid_request"),
+        ("PROGRAM", {"source": "builtin", "name": "no-such-set"}, {}, 404, "unknown_dataset"),
+        ("PROGRAM", {"source": "folder", "path": "../outside"}, {}, 403, "path_outside_roots"),
+        ("PROGRAM", {"source": "folder", "path": "/etc"}, {}, 403, "path_outside_roots"),
+        ("PROGRAM", {"source": "folder", "path": "not/there"}, {}, 404, "unknown_dataset"),
+        ("PROGRAM", MNIST, {"protocol": {"n_t": 0}}, 422, "invalid_protocol"),
+        ("PROGRAM", MNIST, {"protocol": {"centering": "sideways"}}, 422, "invalid_protocol"),
+        ("PROGRAM", MNIST, {"protocol": {"bogus": 1}}, 422, "invalid_protocol"),
+        ("PROGRAM", MNIST, {"protocol": "fast"}, 422, "invalid_request"),
+        ("PROGRAM", MNIST, {"sampling": {"per_class": 10**6, "split": "test"}}, 422, "bad_sampling"),
+        ("PROGRAM", MNIST, {"sampling": {"classes": 1}}, 422, "invalid_request"),
+    ],
+)
+def test_bad_requests_are_4xx_with_a_code(
+    client: TestClient,
+    program_ref: dict[str, Any],
+    clean_db: str,
+    model: Any,
+    dataset: dict[str, Any],
+    extra: dict[str, Any],
+    status: int,
+    code: str,
+) -> None:
+    request = body(program_ref if model == "PROGRAM" else model, dataset, **extra)
+    response = client.post("/v1/jobs", json=request)
+    assert response.status_code == status, response.text
+    assert response.json()["code"] == code
+    assert response.json()["message"]
+    assert jobs_in(clean_db) == 0
+
+
+def test_malformed_json_is_422(client: TestClient) -> None:
+    response = client.post("/v1/jobs", content=b"{not json", headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert response.json()["code"] == "invalid_request"
+
+
+def test_broker_down_is_503_and_leaves_no_job(
+    settings: Settings, program_ref: dict[str, Any], clean_db: str
+) -> None:
+    broken = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
+    with TestClient(create_app(broken), raise_server_exceptions=False) as client:
+        response = client.post("/v1/jobs", json=body(program_ref))
+    assert response.status_code == 503
+    assert response.json()["code"] == "broker_unavailable"
+    assert jobs_in(clean_db) == 0
+
+
+def test_database_down_is_503(settings: Settings, program_ref: dict[str, Any]) -> None:
+    broken = settings.model_copy(update={"database_url": "postgresql+psycopg://postgres@127.0.0.1:1/none"})
+    with TestClient(create_app(broken), raise_server_exceptions=False) as client:
+        response = client.post("/v1/jobs", json=body(program_ref))
+    assert response.status_code == 503
+    assert response.json()["code"] == "database_unavailable"
+
+
+def test_writes_need_a_key_once_one_exists(client: TestClient, clean_db: str, mnist_program: Path) -> None:
+    invalid = {"model": {"source": "magic"}, "dataset": MNIST}
+    assert client.post("/v1/jobs", json=invalid).status_code == 422  # open while no key exists
+    with session_scope(clean_db) as session:
+        key = create_api_key(session, "ci")
+    refused = client.post("/v1/jobs", json=invalid)
+    assert refused.status_code == 401
+    assert refused.json()["code"] == "unauthorized"
+    assert client.post("/v1/jobs", json=invalid, headers={"X-API-Key": "zt_wrong"}).status_code == 401
+    upload = client.post("/v1/checkpoints", files={"file": ("m.pt2", mnist_program.read_bytes())})
+    assert upload.status_code == 401
+    assert client.post("/v1/jobs", json=invalid, headers={"X-API-Key": key}).status_code == 422
+    assert client.get("/v1/runs").status_code == 200  # reads stay open
