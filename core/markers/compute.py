@@ -1,0 +1,103 @@
+"""``compute_markers``: every registered marker on one set of features, labels and logits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from core.device import resolve_device
+from core.glue import GlueResult, analyze
+from core.markers.inputs import MarkerInputs, validate_inputs
+from core.markers.protocol import Protocol
+from core.markers.registry import MarkerSpec, MarkerUndefined, MarkerValue, get_marker, list_markers
+
+
+def _not_applicable_reason(spec: MarkerSpec, inputs: MarkerInputs) -> str | None:
+    if "logits" in spec.needs and inputs.logits is None:
+        return "needs logits; none were given"
+    if {"logits", "labels"} <= spec.needs and inputs.logit_labels is None:
+        return "needs labels that index the logits, but logits_match_labels=False (other class space)"
+    return None
+
+
+def _arguments(spec: MarkerSpec, inputs: MarkerInputs) -> dict[str, np.ndarray | None]:
+    args: dict[str, np.ndarray | None] = {}
+    if "features" in spec.needs:
+        args["features"] = inputs.features
+    if "logits" in spec.needs:
+        args["logits"] = inputs.logits
+    if "labels" in spec.needs:
+        args["labels"] = inputs.logit_labels if "logits" in spec.needs else inputs.classes
+    return args
+
+
+def compute_markers(
+    features: Any,
+    labels: Any,
+    logits: Any = None,
+    *,
+    protocol: Protocol | None = None,
+    logits_match_labels: bool = True,
+    device: str | torch.device | None = None,
+    names: Sequence[str] | None = None,
+) -> dict[str, MarkerValue]:
+    """Compute every registered marker (or those in ``names``), in ``list_markers`` order.
+
+    ``features`` (n, N), ``labels`` (n,) of any values, optional ``logits`` (n, C); numpy arrays,
+    array-likes or torch tensors. A marker whose inputs are missing, or whose math is undefined on
+    this data (``MarkerUndefined``), is returned as not applicable with a reason, never dropped.
+    ``logits_match_labels=False`` says the model's classes are not the labels' class space: markers
+    that read labels as logit columns are then not applicable. Geometry markers share one
+    ``core.glue.analyze`` call under ``protocol`` (default ``Protocol()``), run on ``device``
+    (``core.device.resolve_device``: CUDA when present); when GLUE rejects degenerate data (e.g.
+    all-zero features) they are not applicable with its message. Bad inputs, an unknown marker
+    name or an unavailable device raise ``ValueError``.
+    """
+    protocol = Protocol() if protocol is None else protocol
+    if not isinstance(protocol, Protocol):
+        raise ValueError(
+            f"protocol must be a Protocol, got {type(protocol).__name__}; use Protocol.from_dict"
+        )
+    specs = list_markers() if names is None else [get_marker(name) for name in names]
+    inputs = validate_inputs(features, labels, logits, logits_match_labels)
+    dev = resolve_device(device)  # an unavailable device is the caller's error: it propagates
+    glue: GlueResult | None = None
+    glue_error: str | None = None
+    if any(spec.group == "geometry" for spec in specs):
+        try:
+            glue = analyze(
+                inputs.features,
+                inputs.classes,
+                n_t=protocol.n_t,
+                seed=protocol.seed,
+                centering=protocol.centering,
+                dichotomy=protocol.dichotomy,
+                points_per_class=protocol.points_per_class,
+                repeats=protocol.repeats,
+                device=dev,
+            )
+        except ValueError as err:  # the inputs are valid, so this is degenerate data (all-zero features)
+            glue_error = f"GLUE analysis failed: {err}"
+    results: dict[str, MarkerValue] = {}
+    for spec in specs:
+        reason = _not_applicable_reason(spec, inputs)
+        if reason is None and spec.group == "geometry":
+            reason = glue_error
+        if reason is not None:
+            results[spec.name] = MarkerValue.not_applicable(reason)
+            continue
+        try:
+            if spec.group == "geometry":
+                assert glue is not None
+                value = float(spec.fn(glue=glue))
+                std = None if glue.std is None else glue.std.get(spec.name)
+            else:
+                value, std = float(spec.fn(**_arguments(spec, inputs))), None
+        except MarkerUndefined as err:
+            results[spec.name] = MarkerValue.not_applicable(str(err))
+            continue
+        results[spec.name] = MarkerValue(value, std=std)
+    return results

@@ -1,0 +1,203 @@
+"""compute_markers: applicability, label handling, validation, and the single GLUE call."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import core.markers.compute as compute_module
+from core.glue import GlueResult, analyze
+from core.markers import MarkerValue, Protocol, compute_markers, list_markers
+from core.markers.representation import participation_ratio
+
+GEOMETRY_FIELDS = [s.name for s in list_markers(group="geometry")]
+
+
+def _glue(std=None, **overrides):
+    values = {name: 0.1 * (i + 1) for i, name in enumerate(GEOMETRY_FIELDS)}
+    values.update(overrides)
+    return GlueResult(n_crit=5.0, n_crit_sem=0.1, n_classes=3, n_points=60, n_t=100, std=std, **values)
+
+
+@pytest.fixture
+def fake_analyze(monkeypatch):
+    """Record every call of core.glue.analyze made by compute_markers and answer a fixed result."""
+    calls = []
+    result = {"glue": _glue()}
+
+    def analyze(features, labels, **kwargs):
+        calls.append((features, labels, kwargs))
+        return result["glue"]
+
+    monkeypatch.setattr(compute_module, "analyze", analyze)
+    return calls, result
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    labels = np.repeat([3, 7, 9], 20)
+    features = rng.standard_normal((60, 6)) + np.eye(6)[np.repeat([0, 1, 2], 20)] * 3
+    logits = rng.standard_normal((60, 10))
+    logits[np.arange(60), labels] += 2.0
+    return features, labels, logits
+
+
+def test_every_marker_is_reported(fake_analyze, data):
+    features, labels, logits = data
+    out = compute_markers(features, labels, logits)
+    assert list(out) == [s.name for s in list_markers()]
+    assert all(isinstance(v, MarkerValue) and v.applicable and math.isfinite(v.value) for v in out.values())
+
+
+def test_one_analyze_call_with_the_protocol(fake_analyze, data):
+    calls, _ = fake_analyze
+    features, labels, logits = data
+    protocol = Protocol(points_per_class=10, n_t=123, seed=5, centering="global", repeats=2)
+    out = compute_markers(features, labels, logits, protocol=protocol, device="cpu")
+    assert len(calls) == 1
+    _, classes, kwargs = calls[0]
+    assert kwargs == {
+        "n_t": 123,
+        "seed": 5,
+        "centering": "global",
+        "dichotomy": "one_vs_rest",
+        "points_per_class": 10,
+        "repeats": 2,
+        "device": torch.device("cpu"),
+    }
+    assert sorted(np.unique(classes)) == [0, 1, 2]  # labels mapped to class indices
+    assert out["dimension"].value == pytest.approx(0.2) and out["center_norm"].value == pytest.approx(0.8)
+
+
+def test_geometry_std_comes_from_the_repeats(fake_analyze, data):
+    _, result = fake_analyze
+    result["glue"] = _glue(std={name: 0.01 for name in [*GEOMETRY_FIELDS, "n_crit"]})
+    out = compute_markers(*data[:2])
+    assert all(out[name].std == 0.01 for name in GEOMETRY_FIELDS)
+    assert out["nc1"].std is None
+
+
+def test_infinite_glue_limits_are_reported_not_stored(fake_analyze, data):
+    _, result = fake_analyze
+    result["glue"] = _glue(radius=math.inf)
+    out = compute_markers(*data[:2])
+    assert not out["radius"].applicable and "radius = inf" in out["radius"].reason
+    assert out["dimension"].applicable
+
+
+def test_no_analyze_call_without_geometry_markers(fake_analyze, data):
+    calls, _ = fake_analyze
+    out = compute_markers(*data, names=["energy", "nc1"])
+    assert list(out) == ["energy", "nc1"] and calls == []
+
+
+def test_unknown_marker_names(data):
+    with pytest.raises(ValueError, match="unknown marker 'accuracy'"):
+        compute_markers(*data, names=["accuracy"])
+
+
+def test_missing_logits_are_reported_not_dropped(fake_analyze, data):
+    out = compute_markers(*data[:2])
+    for spec in list_markers(group="logit"):
+        assert not out[spec.name].applicable and "logits" in out[spec.name].reason
+    assert out["participation_ratio"].applicable
+
+
+def test_logits_of_another_label_space(fake_analyze):
+    # An ImageNet-like 1000-way model scored on a dataset with string labels.
+    rng = np.random.default_rng(1)
+    labels = np.repeat(["cat", "dog", "eel"], 10)
+    logits = rng.standard_normal((30, 1000))
+    out = compute_markers(rng.standard_normal((30, 4)), labels, logits, logits_match_labels=False)
+    for name in ("id_accuracy", "confidence_auroc", "logit_margin"):
+        assert not out[name].applicable and "logits_match_labels=False" in out[name].reason
+    for name in ("mean_confidence", "entropy", "energy", "nc1", "h_score"):
+        assert out[name].applicable
+
+
+def test_labels_are_logit_columns_for_logit_markers(data):
+    features, labels, logits = data
+    out = compute_markers(features, labels, logits, names=["id_accuracy"])
+    assert out["id_accuracy"].value == pytest.approx(np.mean(logits.argmax(axis=1) == labels))
+
+
+def test_representation_markers_see_class_codes(data):
+    features, labels, _ = data
+    out = compute_markers(features, labels.astype(str), names=["nc1", "participation_ratio"])
+    remapped = compute_markers(features, np.searchsorted([3, 7, 9], labels), names=["nc1"])
+    assert out["nc1"].value == pytest.approx(remapped["nc1"].value, rel=1e-12)
+    assert out["participation_ratio"].value == pytest.approx(participation_ratio(features=features))
+
+
+def test_torch_inputs_are_accepted(data):
+    features, labels, logits = data
+    out = compute_markers(
+        torch.from_numpy(features), torch.from_numpy(labels), torch.from_numpy(logits), names=["energy"]
+    )
+    assert out["energy"].value == pytest.approx(compute_markers(*data, names=["energy"])["energy"].value)
+
+
+def test_undefined_math_is_not_applicable_with_its_reason(data):
+    features, labels, _ = data
+    features = features.copy()
+    features[0] = 0.0
+    out = compute_markers(features, labels, names=["mean_angle", "mean_distance"])
+    assert not out["mean_angle"].applicable and "zero norm" in out["mean_angle"].reason
+    assert out["mean_distance"].applicable
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda f, y, z: (f[:, 0], y, z), "features must be a 2-D array"),
+        (lambda f, y, z: (np.where(f > 2, np.nan, f), y, z), "NaN or inf"),
+        (lambda f, y, z: (f, y[:-1], z), "labels must be 1-D with one entry per feature row"),
+        (lambda f, y, z: (f, np.zeros_like(y), z), "at least 2 classes"),
+        (lambda f, y, z: (f, np.r_[y[:-1], 5], z), "classes with one point: 5"),
+        (lambda f, y, z: (f, y, z[:-1]), "logits have 59 rows"),
+        (lambda f, y, z: (f, y, np.where(z > 2, np.inf, z)), "logits contain NaN or inf"),
+        (lambda f, y, z: (f, y, z[:, :8]), r"out of range: \[9\]"),
+        (lambda f, y, z: (f, y.astype(float), z), "integer column indices"),
+        (lambda f, y, z: (f, y.astype(str), z), "integer column indices"),
+        (lambda f, y, z: ([["a", "b"]] * 60, y, z), "features cannot be read"),
+        (lambda f, y, z: (f, np.array([None, 1] * 30, dtype=object), None), "mutually comparable"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(data, mutate, message):
+    with pytest.raises(ValueError, match=message):
+        compute_markers(*mutate(*data), names=["energy"])
+
+
+def test_unavailable_device_is_an_error(data, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        compute_markers(*data, device="cuda")
+
+
+def test_degenerate_data_rejected_by_glue_leaves_the_other_markers(data):
+    features, labels, logits = data
+    out = compute_markers(np.zeros_like(features), labels, logits, protocol=Protocol(n_t=20), device="cpu")
+    for name in GEOMETRY_FIELDS:
+        assert not out[name].applicable and out[name].reason.startswith("GLUE analysis failed")
+    assert out["energy"].applicable and out["numerical_rank"].value == 0
+
+
+def test_protocol_must_be_a_protocol(data):
+    with pytest.raises(ValueError, match=r"Protocol\.from_dict"):
+        compute_markers(*data, protocol={"n_t": 10})
+
+
+def test_real_glue_wiring():
+    # GLUE itself is tested elsewhere; this checks that its result reaches the markers intact.
+    rng = np.random.default_rng(2)
+    labels = np.repeat(np.arange(3), 12)
+    centres = rng.standard_normal((3, 10))
+    features = centres[labels] + 0.3 * rng.standard_normal((36, 10))
+    protocol = Protocol(points_per_class=10, n_t=100, seed=1, repeats=2)
+    out = compute_markers(features, labels, protocol=protocol, names=GEOMETRY_FIELDS, device="cpu")
+    direct = analyze(features, labels, n_t=100, seed=1, points_per_class=10, repeats=2, device="cpu")
+    for name in GEOMETRY_FIELDS:
+        assert out[name].value == pytest.approx(getattr(direct, name), rel=1e-9)
+        assert out[name].std == pytest.approx(direct.std[name], rel=1e-9, abs=1e-12)
