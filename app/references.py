@@ -61,16 +61,18 @@ def find_upload(upload_dir: Path, name: str) -> Path | None:
     return None
 
 
+def upload_file(ref: CheckpointRef, upload_dir: Path) -> Path:
+    found = find_upload(upload_dir, ref.path)
+    if found is None:
+        raise UnknownCheckpoint(f"{ref.path!r} is not the id of an uploaded checkpoint (see /v1/checkpoints)")
+    return found
+
+
 def local_model(ref: AnyModelRef, upload_dir: Path) -> AnyModelRef:
     """The same reference with an upload id replaced by the stored file's path."""
     if not isinstance(ref, CheckpointRef):
         return ref
-    found = find_upload(upload_dir, ref.path)
-    if found is None:
-        raise UnknownCheckpoint(
-            f"{ref.path!r} is not the id of an uploaded checkpoint (POST /v1/checkpoints)"
-        )
-    return ref.model_copy(update={"path": str(found)})
+    return ref.model_copy(update={"path": str(upload_file(ref, upload_dir))})
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def parse_request(request: dict[str, Any]) -> tuple[AnyModelRef, AnyDatasetRef, 
 def weights_sha256(ref: AnyModelRef, upload_dir: Path) -> str:
     """The content hash of the weights file, without building the network where possible."""
     if isinstance(ref, CheckpointRef):
-        return Path(local_model(ref, upload_dir).path).name.partition(".")[0]
+        return upload_file(ref, upload_dir).name.partition(".")[0]
     if isinstance(ref, TorchvisionRef):
         return sha256_file(torchvision_zoo.weights_file(torchvision_zoo.weights_enum(ref.arch, ref.weights)))
     return sha256_file(timm_zoo.weights_file(timm_zoo.build(ref.name)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
@@ -36,7 +37,12 @@ _UPLOAD_BODY = {
 }
 
 
-def _out(row: Checkpoint) -> CheckpointOut:
+def _stored(session: Session, sha256: str) -> Checkpoint | None:
+    return session.get(Checkpoint, sha256)
+
+
+def _out(row: Checkpoint | None) -> CheckpointOut:
+    assert row is not None, "an upload that lost a race is found under the winner's id"
     return CheckpointOut(
         id=row.sha256,
         model_path=row.sha256 + CANONICAL_SUFFIX[row.format],
@@ -80,7 +86,7 @@ async def upload_checkpoint(
         architecture = received.fields.get("architecture") or None
         check_fields(library, architecture, suffix)
         await run_in_threadpool(validate, received, suffix, library, architecture)
-        existing = await run_in_threadpool(session.get, Checkpoint, received.sha256)
+        existing = await run_in_threadpool(_stored, session, received.sha256)
         if existing is not None:
             return _out(existing)
         received.path.replace(stored_path(folder, received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]]))
@@ -97,7 +103,7 @@ async def upload_checkpoint(
             await run_in_threadpool(session.commit)
         except IntegrityError:  # the same bytes uploaded concurrently: theirs won, same content
             await run_in_threadpool(session.rollback)
-            row = await run_in_threadpool(session.get, Checkpoint, received.sha256)
-        return _out(row)  # type: ignore[arg-type]
+            return _out(await run_in_threadpool(_stored, session, received.sha256))
+        return _out(row)
     finally:
         received.path.unlink(missing_ok=True)

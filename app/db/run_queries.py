@@ -40,7 +40,7 @@ class PageKey:
     run_id: uuid.UUID
 
 
-def _filtered(query: Select[Any], flt: RunFilter) -> Select[Any]:
+def _filtered(query: Select[Run, Any], flt: RunFilter) -> Select[Run, Any]:
     if flt.architecture is not None:
         query = query.where(Run.architecture == flt.architecture)
     if flt.weights_sha256 is not None:
@@ -82,13 +82,11 @@ def list_runs(
     Sorting by a marker lists only runs where that marker has a value (a NULL has no place in an
     order, and keyset paging over NULLs would skip or repeat rows).
     """
-    if sort == CREATED:
-        key_col: ColumnElement[Any] = Run.created_at
-        query = select(Run, Run.created_at)
-    else:
-        sorted_by = aliased(Marker)
-        key_col = sorted_by.value
-        query = select(Run, sorted_by.value).join(
+    sorted_by = aliased(Marker)
+    key_col: Any = Run.created_at if sort == CREATED else sorted_by.value
+    query = select(Run, key_col)
+    if sort != CREATED:
+        query = query.join(
             sorted_by, and_(sorted_by.run_id == Run.id, sorted_by.name == sort, sorted_by.value.is_not(None))
         )
     query = _filtered(query, flt)
@@ -96,11 +94,10 @@ def list_runs(
         query = query.where(_after(key_col, after, descending))
     order = (key_col.desc(), Run.id.desc()) if descending else (key_col.asc(), Run.id.asc())
     rows = session.execute(query.order_by(*order).limit(limit + 1)).all()
-    page = [row[0] for row in rows[:limit]]
+    page: list[Run] = [row[0] for row in rows[:limit]]
     if len(rows) <= limit:
         return page, None
-    last_run, last_value = rows[limit - 1]
-    return page, PageKey(last_value, last_run.id)
+    return page, PageKey(rows[limit - 1][1], page[-1].id)
 
 
 def markers_of(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Marker]]:
