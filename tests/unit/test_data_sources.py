@@ -125,7 +125,8 @@ def test_zip_of_image_folder(tmp_path: Path) -> None:
     for k, member in enumerate(images.loader.members):  # type: ignore[attr-defined]
         original = int(Path(member.filename).stem)
         assert images.classes[images.labels[k]] == str(labels[original])
-        assert np.array_equal(np.asarray(images.loader(k)), pixels[original])
+        decoded = images.loader(k)  # RGB (3, H, W) from torchvision's PNG decoder
+        assert all(np.array_equal(channel.numpy(), pixels[original]) for channel in decoded)
 
 
 def _write_idx(path: Path, array: np.ndarray) -> None:

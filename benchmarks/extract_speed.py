@@ -1,0 +1,85 @@
+"""Is the extraction pipeline the bottleneck? Whole extraction vs the bare forward, measured in one run.
+
+For each model: images per second of ``core.features.extract`` on real JPEGs (decode, the weights' own
+resize and crop, uint8 transfer, normalisation, forward) against the same model's forward alone on
+pre-made normalised tensors, same batch size. The goal is a ratio ≥ 0.8 on the CPU. Weights are random
+(speed does not depend on their values); the images are foolbox's ImageNet samples, repeated.
+
+    .venv/bin/python benchmarks/extract_speed.py [--models resnet18 resnet50] [--images 192] [--batch 64] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+import torchvision
+
+from core.data.builtin import open_builtin
+from core.data.images import FittedImages
+from core.device import resolve_device
+from core.features import extract
+from core.zoo.loader import _head_input
+from core.zoo.preprocess import from_torchvision
+from core.zoo.torchvision_zoo import weights_enum
+
+
+def bare_forward(model: torch.nn.Module, batches: list[torch.Tensor], device: torch.device) -> float:
+    """Images per second of the forward alone (channels_last, inference mode, as in ``extract``)."""
+    model.to(device, memory_format=torch.channels_last)
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                                enabled=device.type == "cuda"):
+        model(batches[0].to(device))  # warm-up
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        for x in batches:
+            model(x.to(device).contiguous(memory_format=torch.channels_last))
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    return sum(len(x) for x in batches) / (time.perf_counter() - start)
+
+
+def pipeline(model: torch.nn.Module, dataset: FittedImages, batch: int, device: torch.device) -> float:
+    preprocess = dataset.preprocess
+    warm = FittedImages(dataset.images, dataset.indices[:batch], preprocess)
+    extract(model, warm, preprocess, batch_size=batch, device=device, num_workers=0)
+    start = time.perf_counter()
+    extract(model, dataset, preprocess, batch_size=batch, device=device)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return len(dataset) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["resnet18", "resnet50"])
+    parser.add_argument("--images", type=int, default=192)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--device", default=None)
+    args = parser.parse_args()
+    device = resolve_device(args.device)
+    images = open_builtin("foolbox-imagenet", None)
+    indices = np.arange(args.images) % len(images)
+    print(f"device {device}, torch threads {torch.get_num_threads()}, {args.images} images, batch {args.batch}")
+    for arch in args.models:
+        preprocess = from_torchvision(weights_enum(arch, "IMAGENET1K_V1").transforms())
+        torch.manual_seed(0)
+        net = torchvision.models.get_model(arch).eval()
+        module, _ = _head_input(net, preprocess)
+        dataset = FittedImages(images, indices, preprocess)
+        made = torch.randn(args.images, 3, *preprocess.crop)
+        batches = list(made.split(args.batch))
+        forwards, wholes = [], []
+        for _ in range(args.rounds):  # interleaved, so load from other work hits both sides alike
+            forwards.append(bare_forward(module, batches, device))
+            wholes.append(pipeline(module, dataset, args.batch, device))
+        forward, whole = float(np.median(forwards)), float(np.median(wholes))
+        print(f"{arch:10s} {preprocess.crop[0]}px: extraction {whole:7.1f} img/s, bare forward {forward:7.1f} "
+              f"img/s (medians of {args.rounds}), ratio {whole / forward:.2f}")
+
+if __name__ == "__main__":
+    main()
