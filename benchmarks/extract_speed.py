@@ -5,25 +5,27 @@ resize and crop, uint8 transfer, normalisation, forward) against the same model'
 pre-made normalised tensors, same batch size. The goal is a ratio ≥ 0.8 on the CPU. Weights are random
 (speed does not depend on their values); the images are foolbox's ImageNet samples, repeated.
 
-    .venv/bin/python benchmarks/extract_speed.py [--models resnet18 resnet50] [--images 192] [--batch 64] [--rounds 3]
+    .venv/bin/python benchmarks/extract_speed.py [--models resnet18 resnet50] [--images 192] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 import torchvision
+from safetensors.torch import save_file
 
 from core.data.builtin import open_builtin
 from core.data.images import FittedImages
 from core.device import resolve_device
 from core.features import extract
-from core.zoo.loader import _head_input
-from core.zoo.preprocess import from_torchvision
-from core.zoo.torchvision_zoo import weights_enum
+from core.zoo.loader import load_model
+from core.zoo.refs import parse_model_ref
 
 
 def bare_forward(model: torch.nn.Module, batches: list[torch.Tensor], device: torch.device) -> float:
@@ -64,12 +66,15 @@ def main() -> None:
     device = resolve_device(args.device)
     images = open_builtin("foolbox-imagenet", None)
     indices = np.arange(args.images) % len(images)
-    print(f"device {device}, torch threads {torch.get_num_threads()}, {args.images} images, batch {args.batch}")
+    threads = torch.get_num_threads()
+    print(f"device {device}, torch threads {threads}, {args.images} images, batch {args.batch}")
     for arch in args.models:
-        preprocess = from_torchvision(weights_enum(arch, "IMAGENET1K_V1").transforms())
-        torch.manual_seed(0)
-        net = torchvision.models.get_model(arch).eval()
-        module, _ = _head_input(net, preprocess)
+        with tempfile.TemporaryDirectory() as folder:  # random weights, loaded the way uploads are
+            torch.manual_seed(0)
+            path = Path(folder) / f"{arch}.safetensors"
+            save_file(torchvision.models.get_model(arch).state_dict(), path)
+            loaded = load_model(parse_model_ref(f"tv:{arch}@{path}"))
+        module, preprocess = loaded.module, loaded.preprocess
         dataset = FittedImages(images, indices, preprocess)
         made = torch.randn(args.images, 3, *preprocess.crop)
         batches = list(made.split(args.batch))
@@ -78,8 +83,8 @@ def main() -> None:
             forwards.append(bare_forward(module, batches, device))
             wholes.append(pipeline(module, dataset, args.batch, device))
         forward, whole = float(np.median(forwards)), float(np.median(wholes))
-        print(f"{arch:10s} {preprocess.crop[0]}px: extraction {whole:7.1f} img/s, bare forward {forward:7.1f} "
-              f"img/s (medians of {args.rounds}), ratio {whole / forward:.2f}")
+        print(f"{arch:10s} {preprocess.crop[0]}px: extraction {whole:7.1f} img/s, "
+              f"bare forward {forward:7.1f} img/s (medians of {args.rounds}), ratio {whole / forward:.2f}")
 
 if __name__ == "__main__":
     main()
