@@ -96,7 +96,8 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
     path = Path(ref.path)
     state = read_state_dict(path)
     if ref.library == "torchvision":
-        default = torchvision_zoo.build(ref.architecture, 1000)
+        with torch.device("meta"):  # structure only, to find the head's name
+            default = torchvision_zoo.build(ref.architecture, 1000)
         classes = _head_classes(state, find_output_linear(default, (3, 224, 224)), path)
         model = torchvision_zoo.build(ref.architecture, classes)
         preprocess = ref.preprocess or _torchvision_default_preprocess(ref.architecture)

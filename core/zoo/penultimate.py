@@ -69,9 +69,11 @@ class HeadInputPenultimate(nn.Module):
 def find_output_linear(model: nn.Module, input_shape: tuple[int, ...]) -> str:
     """Qualified name of the ``nn.Linear`` whose output is returned by ``model`` (the classifier head).
 
-    The probe runs on a meta-device copy of the module structure, so it costs no memory or compute.
+    The probe runs on the meta device (on a copy when ``model`` holds real weights), so it computes
+    nothing.
     """
-    probe = _meta_copy(model)
+    on_meta = all(p.is_meta for p in model.parameters())
+    probe = model if on_meta else _meta_copy(model)
     outputs: dict[int, str] = {}
     handles = [
         module.register_forward_hook(lambda _m, _i, out, name=name: outputs.__setitem__(id(out), name))
