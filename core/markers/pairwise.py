@@ -1,7 +1,8 @@
 """Means over sample pairs i<j, computed in row blocks so memory is bounded by a block, not n².
 
 Each block of b rows is compared with the rows at and after it through one matrix product
-(b × n floats); only pairs with j > i are summed, so every pair is visited once.
+(b × n floats, b sized to ``BLOCK_BYTES``); only pairs with j > i are summed, so every pair is visited
+once. Besides the block, memory holds one centred (or normalised) copy of the features.
 """
 
 from __future__ import annotations

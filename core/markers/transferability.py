@@ -100,8 +100,8 @@ def h_score(*, features: np.ndarray, labels: np.ndarray) -> float:
         H = Σ_c ‖Uᵀ 1_c‖² / n_c,
 
     the share of each class indicator captured by the features' span. The authors' code inverts
-    cov(f) with pinv(rcond=1e-15); here directions below the rounding level of the Gram
-    eigenvalues (s² ≤ m·ε·s_1², m ≥ 5 makes this the larger cutoff) are dropped, which matters only
+    cov(f) with pinv(rcond=1e-15); that is below the rounding level of a Gram eigendecomposition,
+    so here directions with s² ≤ m·ε·s_1² (m the Gram size) are dropped instead, which matters only
     for rank-deficient features. H ∈ [0, min(C−1, N)], invariant to invertible affine maps of the
     features, C − 1 for collapsed classes, 0 for constant features.
     """
