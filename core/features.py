@@ -9,6 +9,7 @@ forward runs under bf16 autocast; outputs are stored as float32. Memory is the b
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,13 @@ class Extraction:
 
 
 def default_workers(device: torch.device) -> int:
-    """One loader per spare pair of cores on the CPU (the forward needs the rest), more on a GPU."""
+    """One loader per spare pair of cores on the CPU (the forward needs the rest), more on a GPU.
+
+    None inside a daemonic process (a Celery prefork child), which may not start children: loading
+    then happens in the main process, slower but correct.
+    """
+    if multiprocessing.current_process().daemon:
+        return 0
     cores = os.cpu_count() or 1
     return min(8, cores - 1) if device.type == "cuda" else max(1, min(4, cores // 2))
 

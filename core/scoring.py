@@ -68,11 +68,13 @@ def score(
     data_roots: Sequence[str | Path] = (),
     limits: ArchiveLimits | None = None,
     batch_size: int = 64,
+    num_workers: int | None = None,
 ) -> ScoreResult:
     """Score ``model`` on a ``sampling`` of ``dataset``. Bad input raises ``core.errors.ZooError``.
 
     ``data_roots`` and ``limits`` come from the caller's settings: folder, torchvision and archive
-    datasets are read only under those roots.
+    datasets are read only under those roots. ``num_workers`` data-loading processes (default: by
+    device and cores; none inside a daemonic process such as a Celery prefork child).
     """
     dev = resolve_device(device)
     timings: dict[str, float] = {}
@@ -91,11 +93,14 @@ def score(
         loaded.preprocess,
         batch_size=batch_size,
         device=dev,
+        num_workers=num_workers,
         progress=report,
     )
     timings["extract"] = time.perf_counter() - start
     if cached is None:
         _write_cache(cache_dir, key, extraction)
+    else:
+        report("extract", len(cached.labels), len(cached.labels))
     match = loaded.info.label_space is not None and loaded.info.label_space == images.label_space
     with _timed(timings, "markers", report):
         markers = compute_markers(

@@ -43,3 +43,15 @@ def test_accuracy_on_the_sample(ccexam_on_mnist) -> None:  # type: ignore[no-unt
     model, dataset, labels = ccexam_on_mnist
     out = extract(model.module, dataset, model.preprocess, batch_size=50, num_workers=0)
     assert (out.logits.argmax(1) == labels).mean() >= 0.97
+
+
+def test_no_worker_processes_inside_a_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    import torch
+
+    from core.features import default_workers
+
+    assert default_workers(torch.device("cpu")) >= 1
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True)  # as in a Celery prefork child
+    assert default_workers(torch.device("cpu")) == 0
