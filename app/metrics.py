@@ -7,14 +7,13 @@ is the one place every process writes; a per-process counter would undercount.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import case, func, select
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.db.models import Job, JobStatus
 from app.db.session import get_sessionmaker
@@ -65,13 +64,32 @@ class Metrics:
         )
         self.registry.register(JobCollector(database_url))
 
-    async def middleware(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
+
+class MetricsMiddleware:
+    """Pure ASGI (no per-request Request/Response objects): counts and times every HTTP request."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         start = time.perf_counter()
-        response = await call_next(request)
-        # The template ("/v1/jobs/{job_id}"), not the raw path, keeps label cardinality bounded.
-        route = getattr(request.scope.get("route"), "path", None) or "unmatched"
-        self.latency.labels(request.method, route).observe(time.perf_counter() - start)
-        self.requests.labels(request.method, route, str(response.status_code)).inc()
-        return response
+        status = 500
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            # The template ("/v1/jobs/{job_id}"), not the raw path, keeps label cardinality bounded.
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            method = scope["method"]
+            self.metrics.latency.labels(method, route).observe(time.perf_counter() - start)
+            self.metrics.requests.labels(method, route, str(status)).inc()

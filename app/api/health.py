@@ -36,7 +36,7 @@ def _database_problem(settings: Settings) -> str | None:
 
 
 @router.get("/healthz", response_model=Health)
-def healthz() -> Health:
+async def healthz() -> Health:
     return Health(status="ok")
 
 

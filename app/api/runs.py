@@ -18,7 +18,7 @@ from app.api.cursor import decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep
 from app.api.errors import ApiError, responses
 from app.db.models import Marker, Run
-from app.db.run_queries import CREATED, PageKey, RunFilter, list_runs, markers_of
+from app.db.run_queries import CREATED, PageKey, RunFilter, list_runs, marker_values
 from app.db.session import get_sessionmaker
 from app.schemas.runs import MarkerOut, RunDetail, RunPage, RunSummary
 from core.markers import list_markers
@@ -39,7 +39,7 @@ class Format(StrEnum):
     csv = "csv"
 
 
-def _summary(run: Run, markers: list[Marker]) -> RunSummary:
+def _summary(run: Run, markers: dict[str, float | None]) -> RunSummary:
     return RunSummary(
         id=run.id,
         run_key=run.run_key,
@@ -49,7 +49,7 @@ def _summary(run: Run, markers: list[Marker]) -> RunSummary:
         dataset_fingerprint=run.dataset_fingerprint,
         model=run.model_ref,
         dataset=run.dataset_ref,
-        markers={m.name: m.value for m in markers},
+        markers=markers,
     )
 
 
@@ -73,9 +73,9 @@ def _csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) ->
             page, after = list_runs(
                 session, flt, sort=sort, descending=descending, limit=CSV_BATCH, after=after
             )
-            markers = markers_of(session, [run.id for run in page])
+            markers = marker_values(session, [run.id for run in page])
         for run in page:
-            values = {m.name: m.value for m in markers[run.id]}
+            values = markers[run.id]
             base = [run.id, run.created_at.isoformat(), run.architecture or "", run.weights_sha256]
             writer.writerow(
                 [*base, run.dataset_fingerprint, run.run_key, *(values.get(n, "") for n in names)]
@@ -130,7 +130,7 @@ def get_runs(
     after = decode_cursor(cursor, sort, descending) if cursor else None
     size = min(limit, settings.page_size_max)
     page, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=size, after=after)
-    markers = markers_of(session, [run.id for run in page])
+    markers = marker_values(session, [run.id for run in page])
     return RunPage(
         items=[_summary(run, markers[run.id]) for run in page],
         next_cursor=encode_cursor(next_key, sort, descending) if next_key else None,
