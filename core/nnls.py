@@ -173,10 +173,11 @@ class _Active:
         l = L⁻¹ g_S, d = sqrt(g_jj − ‖l‖²). Returns the mask of draws where this worked (d > 0)."""
         slots = self.idx.shape[1]
         if int(self.count.max()) == slots:
-            self.idx = torch.nn.functional.pad(self.idx, (0, slots), value=self.prob.n)
-            self.x = torch.nn.functional.pad(self.x, (0, slots))
+            # Grow in steps of 16: the packed systems cost O(C²) per draw, so C stays near the largest |S|.
+            self.idx = torch.nn.functional.pad(self.idx, (0, 16), value=self.prob.n)
+            self.x = torch.nn.functional.pad(self.x, (0, 16))
             old = self.chol
-            self.chol = torch.eye(2 * slots, dtype=old.dtype, device=old.device).repeat(old.shape[0], 1, 1)
+            self.chol = torch.eye(slots + 16, dtype=old.dtype, device=old.device).repeat(old.shape[0], 1, 1)
             self.chol[:, :slots, :slots] = old
         prob, used = self.prob, self.used()
         sig_e = prob.signs.gather(1, enter[:, None])
