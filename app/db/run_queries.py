@@ -109,3 +109,12 @@ def marker_values(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.U
         for run_id, name, value in session.execute(query.order_by(Marker.name)):
             grouped[run_id][name] = value
     return grouped
+
+
+def markers_of(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Marker]]:
+    """Full marker rows (std, applicability, version) of the given runs in one query."""
+    grouped: dict[uuid.UUID, list[Marker]] = {run_id: [] for run_id in run_ids}
+    if run_ids:
+        for marker in session.scalars(select(Marker).where(Marker.run_id.in_(run_ids)).order_by(Marker.name)):
+            grouped[marker.run_id].append(marker)
+    return grouped
