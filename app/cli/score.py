@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from core.scoring import ScoreResult
 
 BAD_INPUT = 2
-MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE or ckpt:FILE.pt2"
-DATASET_HELP = "builtin:NAME, folder:PATH, torchvision:CLASS:PATH or archive:PATH (under --data-root)"
+MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 or a JSON object"
+DATASET_HELP = "builtin:NAME, folder:PATH, torchvision:CLASS:PATH, archive:PATH (under --data-root) or JSON"
 
 
 def score(
@@ -55,8 +55,15 @@ def score(
         protocol = Protocol(points_per_class=points_per_class, n_t=n_t, seed=seed, centering=centering)
         with _progress(err) as report:
             result = run_score(
-                model_ref, dataset_ref, sampling, protocol, device=device, progress=report,
-                cache_dir=cache_dir, data_roots=data_root or [Path.cwd()], batch_size=batch_size,
+                model_ref,
+                dataset_ref,
+                sampling,
+                protocol,
+                device=device,
+                progress=report,
+                cache_dir=cache_dir,
+                data_roots=data_root or [Path.cwd()],
+                batch_size=batch_size,
             )
     except ZooError as exc:
         err.print(f"[red]error[/red] {exc.code}: {exc.message}")
@@ -77,8 +84,12 @@ class _progress:
 
     def __init__(self, console: Console) -> None:
         self.bar = Progress(
-            TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, transient=False,
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
         )
         self.tasks: dict[str, int] = {}
 

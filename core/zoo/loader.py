@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 from torch import nn
 
 from core.errors import BadCheckpoint, CheckpointKeyMismatch, NotACheckpoint, TruncatedCheckpoint
@@ -123,13 +124,21 @@ def _program(ref: CheckpointRef) -> LoadedModel:
     program, saved = _read_program(path)
     graph_module, node = exported_penultimate(program, ref.penultimate_node)
     shape = _input_shape(graph_module)
-    preprocess = ref.preprocess or (
-        Preprocess.model_validate(saved["preprocess"]) if "preprocess" in saved
-        else Preprocess(
-            channels=shape[1], crop=(shape[2], shape[3]), resize=None, mean=(0.0,) * shape[1],
-            std=(1.0,) * shape[1],
+    try:
+        preprocess = ref.preprocess or (
+            Preprocess.model_validate(saved["preprocess"]) if "preprocess" in saved
+            else Preprocess(
+                channels=shape[1], crop=(shape[2], shape[3]), resize=None, mean=(0.0,) * shape[1],
+                std=(1.0,) * shape[1],
+            )
         )
-    )
+    except ValidationError as exc:
+        raise BadCheckpoint(f"{path.name}: no usable preprocessing for input {shape} ({exc})") from exc
+    fed = (preprocess.channels, *preprocess.crop)
+    if any(want is not None and want != got for want, got in zip(shape[1:], fed, strict=True)):
+        raise BadCheckpoint(
+            f"{path.name}: the program takes (N, C, H, W) = {shape}, its preprocessing gives {fed}"
+        )
     module: nn.Module = FixedBatch(graph_module, shape[0]) if isinstance(shape[0], int) else graph_module
     return _loaded(
         module, preprocess, path, "checkpoint", "torch.export", path.name, None,

@@ -14,6 +14,7 @@ from core.data.open import open_dataset
 from core.data.refs import BuiltinRef, Sampling
 from core.data.sampling import sample
 from core.errors import (
+    BadCheckpoint,
     CheckpointKeyMismatch,
     CheckpointNeedsCode,
     NotACheckpoint,
@@ -149,3 +150,9 @@ def test_program_metadata_travels_with_the_file(tmp_path: Path) -> None:
     model = load_model(CheckpointRef(path=str(path)))
     assert model.preprocess.mean == (0.5,) and model.info.label_space == "digits"
     assert model.info.num_classes == 10 and model.info.penultimate == "relu_2"
+    wrong = export_program(LeNet5(), tmp_path / "w.pt2", {"channels": 3, "crop": [28, 28]}, None)
+    with pytest.raises(BadCheckpoint, match="its preprocessing gives"):
+        load_model(CheckpointRef(path=str(wrong)))
+    wrong = export_program(LeNet5(), tmp_path / "w.pt2", {"channels": 1, "crop": [28, 28]}, None)
+    with pytest.raises(BadCheckpoint, match="no usable preprocessing"):  # 3 ImageNet means for 1 channel
+        load_model(CheckpointRef(path=str(wrong)))
