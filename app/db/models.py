@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, BigId, UtcDateTime
+from app.db.base import Base, BigId, JsonDoc, UtcDateTime
 
 
 def utcnow() -> datetime:
@@ -153,4 +153,26 @@ class ApiKey(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(128))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class Gate(Base):
+    """A CI gate decision: a candidate run checked against a baseline run by rules, kept for audit.
+
+    The runs are referenced with ``SET NULL`` so that pruning old runs never deletes a decision; the
+    values each rule compared are in ``outcomes``, so the record stays readable without them.
+    """
+
+    __tablename__ = "gates"
+    __table_args__ = (Index("ix_gates_created_at_id", "created_at", "id"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    candidate_run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    baseline_run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    candidate: Mapped[dict[str, Any]]
+    baseline: Mapped[dict[str, Any]]
+    dataset: Mapped[dict[str, Any]]
+    rules: Mapped[list[str]] = mapped_column(JsonDoc)
+    outcomes: Mapped[list[dict[str, Any]]] = mapped_column(JsonDoc)
+    passed: Mapped[bool] = mapped_column(Boolean, index=True)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
