@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import score, service
+from app.cli import backtest, score, service, study
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
@@ -16,8 +16,10 @@ def _root() -> None:
     """Model-zoo triage: rank pretrained weights by the geometry of their class manifolds."""
 
 
+backtest.register(app)
 score.register(app)
 service.register(app)
+study.register(app)
 
 
 def main() -> None:
