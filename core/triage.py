@@ -265,8 +265,9 @@ def verdict(v1: MarkerRecord, v2: MarkerRecord) -> Verdict:
         return Verdict("undecided", f"v1 and v2 tie on {' and '.join(tied)}", comparisons)
     noisy = [c for c in comparisons if c.favours is None]
     if noisy:
-        detail = "; ".join(f"{c.marker}: |difference| {abs(c.difference or 0):.4g} <= noise {c.noise:.4g}"
-                           for c in noisy)
+        detail = "; ".join(
+            f"{c.marker}: |difference| {abs(c.difference or 0):.4g} <= noise {c.noise:.4g}" for c in noisy
+        )
         return Verdict("undecided", f"within the noise of repeats ({detail})", comparisons)
     sides = {c.favours for c in comparisons}
     if len(sides) > 1:
@@ -325,8 +326,10 @@ def parse_rule(text: str, known: Collection[str]) -> GateRule:
     """Parse ``"dimension: max_relative_drop 0.05"``; ``RuleError`` or ``UnknownMetric`` (naming it)."""
     match = _RULE.match(text)
     if match is None:
-        raise RuleError(f"gate rule {text!r} does not parse; expected 'metric: kind threshold', "
-                        f"kind one of {', '.join(GATE_KINDS)}")
+        raise RuleError(
+            f"gate rule {text!r} does not parse; expected 'metric: kind threshold', "
+            f"kind one of {', '.join(GATE_KINDS)}"
+        )
     metric, kind, raw = match.groups()
     if kind not in GATE_KINDS:
         raise RuleError(f"gate rule {text!r}: unknown kind {kind!r}; kinds: {', '.join(GATE_KINDS)}")

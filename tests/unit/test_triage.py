@@ -104,8 +104,11 @@ def test_rank_front_then_product_and_flags() -> None:
     assert ranking.entries[0].score == pytest.approx(0.8)
     assert ranking.pick == "balanced" and ranking.id_accuracy_pick == "dominated"
     assert ranking.logme_pick == "balanced" and ranking.picks_agree is False
-    assert set(ranking.id_accuracy_discordant) == {("balanced", "wide"), ("balanced", "dominated"),
-                                                   ("wide", "dominated")}
+    assert set(ranking.id_accuracy_discordant) == {
+        ("balanced", "wide"),
+        ("balanced", "dominated"),
+        ("wide", "dominated"),
+    }
     assert ranking.logme_discordant == ()
     assert all(e.disagrees_with_id_accuracy for e in ranking.entries)
     assert not any(e.disagrees_with_logme for e in ranking.entries)
@@ -173,14 +176,17 @@ def test_unknown_metric_is_named() -> None:
 def test_gate_rules_each_kind() -> None:
     base = rec("base", 2.0, 0.40, id_accuracy=0.95)
     cand = rec("cand", 1.95, 0.25, id_accuracy=0.93)
-    rules = [parse_rule(text, KNOWN) for text in (
-        "dimension: max_relative_drop 0.05",  # 2.5% drop: pass
-        "utilization: min 0.3",  # 0.25: fail
-        "id_accuracy: max_drop 0.01",  # 0.02 drop: fail
-        "dimension: max 3",
-        "utilization: max_rise 0",
-        "dimension: max_relative_rise 0",
-    )]
+    rules = [
+        parse_rule(text, KNOWN)
+        for text in (
+            "dimension: max_relative_drop 0.05",  # 2.5% drop: pass
+            "utilization: min 0.3",  # 0.25: fail
+            "id_accuracy: max_drop 0.01",  # 0.02 drop: fail
+            "dimension: max 3",
+            "utilization: max_rise 0",
+            "dimension: max_relative_rise 0",
+        )
+    ]
     result = evaluate_gate(cand, base, rules)
     assert [o.passed for o in result.outcomes] == [True, False, False, True, True, True]
     assert not result.passed
@@ -192,8 +198,11 @@ def test_gate_rules_each_kind() -> None:
 
 
 def test_gate_fails_closed_on_missing_values() -> None:
-    rules = [GateRule("dimension", "max_drop", 1.0), GateRule("utilization", "min", 0.0),
-             GateRule("logme", "max_relative_drop", 0.5)]
+    rules = [
+        GateRule("dimension", "max_drop", 1.0),
+        GateRule("utilization", "min", 0.0),
+        GateRule("logme", "max_relative_drop", 0.5),
+    ]
     result = evaluate_gate(rec("c", 1.0, None, logme=1.0), rec("b", None, 0.3, logme=0.0), rules)
     assert [o.passed for o in result.outcomes] == [False, False, False]
     assert "baseline has no value" in result.outcomes[0].reason

@@ -1,0 +1,68 @@
+"""CI gates: a candidate against a baseline by rules; decisions are stored and listed.
+
+``POST /v1/gates`` answers 202 with the jobs while either side is being scored, and 201 with the
+stored decision once both runs exist. Bad rules are refused (422) before anything is queued.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from app.api.cursor import decode_cursor, encode_cursor
+from app.api.deps import SessionDep, SettingsDep, WriteAccess
+from app.api.errors import ApiError, responses
+from app.db.models import Gate
+from app.db.run_queries import CREATED
+from app.db.triage_queries import list_gates
+from app.schemas.triage import GateOut, GatePage, GateRequest, Pending
+from app.services import triage as triage_service
+
+router = APIRouter(prefix="/v1/gates", tags=["gates"])
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=GateOut,
+    responses={
+        202: {"model": Pending, "description": "runs are being computed"},
+        **responses(401, 403, 404, 422, 503),
+    },
+)
+def post_gate(body: GateRequest, session: SessionDep, settings: SettingsDep, _: WriteAccess) -> JSONResponse:
+    """Each rule with the candidate's and baseline's values, the change and pass/fail; ``passed`` when
+    every rule passes. A metric missing from the candidate fails its rule."""
+    answer = triage_service.gate(session, settings, body)
+    if isinstance(answer, Pending):
+        return JSONResponse(answer.model_dump(mode="json"), status_code=202)
+    out = triage_service.gate_out(answer).model_dump(mode="json")
+    return JSONResponse(out, status_code=201, headers={"Location": f"/v1/gates/{answer.id}"})
+
+
+@router.get("", response_model=GatePage, responses=responses(422))
+def get_gates(
+    session: SessionDep,
+    settings: SettingsDep,
+    passed: bool | None = None,
+    limit: Annotated[int, Query(ge=1, description="page size, capped by the server")] = 50,
+    cursor: str | None = None,
+) -> GatePage:
+    """Gate decisions, newest first."""
+    after = decode_cursor(cursor, CREATED, True) if cursor else None
+    page, next_key = list_gates(session, limit=min(limit, settings.page_size_max), after=after, passed=passed)
+    return GatePage(
+        items=[triage_service.gate_out(row) for row in page],
+        next_cursor=encode_cursor(next_key, CREATED, True) if next_key else None,
+    )
+
+
+@router.get("/{gate_id}", response_model=GateOut, responses=responses(404, 422))
+def get_gate(gate_id: uuid.UUID, session: SessionDep) -> GateOut:
+    row = session.get(Gate, gate_id)
+    if row is None:
+        raise ApiError(404, "gate_not_found", f"no gate {gate_id}")
+    return triage_service.gate_out(row)

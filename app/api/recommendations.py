@@ -1,0 +1,90 @@
+"""v1-vs-v2 recommendations for torchvision architectures that ship both ImageNet weights.
+
+``GET /v1/recommendations/{arch}`` queues whatever runs are missing (202 with the jobs) and answers 200
+with the verdict once both are stored; it needs write access because it may queue work. The list
+computes nothing: it shows the verdicts the stored runs already give.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from app.api.deps import SessionDep, SettingsDep, WriteAccess
+from app.api.errors import ApiError, responses
+from app.schemas.triage import Pending, Recommendation, RecommendationPage
+from app.services import triage as triage_service
+from core.data.refs import Sampling, parse_dataset_ref
+
+router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
+
+DATASET_HELP = "dataset reference: builtin:NAME, folder:PATH, torchvision:CLASS:PATH or archive:PATH"
+
+
+def scoring_query(
+    dataset: Annotated[str, Query(min_length=1, max_length=1100, description=DATASET_HELP)],
+    classes: Annotated[int | None, Query(ge=2, description="classes to sample (default: all)")] = None,
+    per_class: Annotated[int, Query(ge=1, description="images per class")] = 50,
+    split: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_\-]+$")] = None,
+    seed: Annotated[int, Query(ge=0, le=2**31 - 1, description="seeds sampling and markers")] = 0,
+    n_t: Annotated[int, Query(ge=1, le=100_000, description="GLUE draws")] = 1000,
+    points_per_class: Annotated[int, Query(ge=2, le=100_000, description="GLUE points per class")] = 50,
+    repeats: Annotated[int, Query(ge=1, le=100, description="GLUE repeats")] = 1,
+) -> triage_service.Scoring:
+    """The dataset sample and protocol as query parameters, the same for both weights."""
+    try:
+        sampling = Sampling(classes=classes, per_class=per_class, seed=seed, split=split)
+    except ValidationError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None
+    protocol = {"n_t": n_t, "seed": seed, "points_per_class": points_per_class, "repeats": repeats}
+    return triage_service.Scoring(
+        parse_dataset_ref(dataset), sampling, triage_service.normalised_protocol(protocol)
+    )
+
+
+ScoringDep = Annotated[triage_service.Scoring, Depends(scoring_query)]
+
+
+@router.get("", response_model=RecommendationPage, responses=responses(403, 404, 422))
+def list_recommendations(
+    session: SessionDep,
+    settings: SettingsDep,
+    scoring: ScoringDep,
+    limit: Annotated[int, Query(ge=1, description="page size, capped by the server")] = 50,
+    cursor: Annotated[str | None, Query(description="the last architecture of the previous page")] = None,
+) -> RecommendationPage:
+    """Every torchvision architecture with v1/v2 weights, with the verdict computed so far (or null)."""
+    architectures = sorted(triage_service.weight_pairs())
+    if cursor is not None:
+        if cursor not in architectures:
+            raise ApiError(422, "invalid_cursor", f"cursor {cursor!r} is not an architecture of this list")
+        architectures = architectures[architectures.index(cursor) + 1 :]
+    size = min(limit, settings.page_size_max)
+    page = architectures[:size]
+    items = triage_service.recommendations_so_far(session, settings, scoring, page)
+    return RecommendationPage(items=items, next_cursor=page[-1] if len(architectures) > size else None)
+
+
+@router.get(
+    "/{arch}",
+    response_model=Recommendation,
+    responses={
+        202: {"model": Pending, "description": "runs are being computed"},
+        **responses(401, 403, 404, 422, 503),
+    },
+)
+def get_recommendation(
+    arch: Annotated[str, Path(pattern=r"^[A-Za-z0-9_\-]{1,64}$")],
+    session: SessionDep,
+    settings: SettingsDep,
+    scoring: ScoringDep,
+    _: WriteAccess,
+) -> JSONResponse:
+    """v1, v2 or undecided for ``arch``, each weights' markers and ImageNet acc@1, and the ID-accuracy
+    pick beside it; 202 with the jobs while either run is being computed."""
+    answer = triage_service.recommend(session, settings, arch, scoring)
+    status = 202 if isinstance(answer, Pending) else 200
+    return JSONResponse(answer.model_dump(mode="json"), status_code=status)

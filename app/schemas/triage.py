@@ -1,0 +1,200 @@
+"""Bodies of the triage API: recommendations (v1 vs v2), rankings and CI gates.
+
+Every triage answer comes in two shapes: 202 with the scoring jobs still running (``Pending``), or the
+answer itself once every run it needs is stored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.schemas.jobs import JobOut
+from core.data.refs import DatasetRef, Sampling
+from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+
+MAX_CANDIDATES = 32
+MAX_RULES = 50
+
+PROTOCOL_FIELD: Any = Field(
+    default_factory=dict,
+    description="GLUE protocol fields (points_per_class, n_t, seed, centering, dichotomy, repeats); "
+    "missing fields take their defaults",
+)
+
+
+class Pending(BaseModel):
+    """The runs are being computed: poll the jobs, then ask again for the answer."""
+
+    status: Literal["pending"] = "pending"
+    jobs: list[JobOut]
+
+
+class MarkerStat(BaseModel):
+    value: float | None
+    std: float | None
+
+
+class ScoredModel(BaseModel):
+    """One model's stored run and its markers."""
+
+    label: str
+    model: dict[str, Any]
+    run_id: uuid.UUID
+    markers: dict[str, MarkerStat]
+
+
+# --- recommendations ---------------------------------------------------------------------------------
+
+
+class Comparison(BaseModel):
+    marker: str
+    v1: float | None
+    v2: float | None
+    v1_std: float
+    v2_std: float
+    difference: float | None = Field(description="v2 − v1")
+    noise: float = Field(description="sqrt(v1_std² + v2_std²): the margin must exceed it")
+    favours: Literal["v1", "v2"] | None
+
+
+class WeightsOut(ScoredModel):
+    weights: str
+    imagenet_acc1: float | None = Field(description="ImageNet-1k acc@1 from the weights' metadata")
+
+
+class Recommendation(BaseModel):
+    architecture: str
+    verdict: Literal["v1", "v2", "undecided"] = Field(
+        description="v1 (v2) when both dimension and utilization are higher for it beyond the noise"
+    )
+    reason: str
+    comparisons: list[Comparison]
+    v1: WeightsOut
+    v2: WeightsOut
+    id_accuracy_pick: Literal["v1", "v2", "undecided"] = Field(
+        description="what picking the higher ImageNet acc@1 would choose"
+    )
+    picks_agree: bool | None = Field(description="None when either pick is undecided")
+
+
+class RecommendationSummary(BaseModel):
+    architecture: str
+    v1_acc1: float | None
+    v2_acc1: float | None
+    verdict: Literal["v1", "v2", "undecided"] | None = Field(description="None: not computed yet")
+    reason: str | None
+    id_accuracy_pick: Literal["v1", "v2", "undecided"]
+    picks_agree: bool | None
+
+
+class RecommendationPage(BaseModel):
+    items: list[RecommendationSummary]
+    next_cursor: str | None
+
+
+# --- rankings ------------------------------------------------------------------------------------------
+
+
+AnyModel = Annotated[TorchvisionRef | TimmRef | CheckpointRef, Field(discriminator="source")]
+
+
+class RankingRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: list[AnyModel] = Field(min_length=1, max_length=MAX_CANDIDATES)
+    dataset: DatasetRef
+    sampling: Sampling = Field(default_factory=Sampling)
+    protocol: dict[str, Any] = PROTOCOL_FIELD
+
+
+class RankedOut(ScoredModel):
+    rank: int | None = Field(description="geometry rank, 1 = best; ties share a rank; None = unrankable")
+    front: int | None = Field(description="Pareto front on (dimension, utilization), 1 = non-dominated")
+    score: float | None = Field(description="tie-break within a front: dimension × utilization")
+    id_accuracy_rank: int | None
+    logme_rank: int | None
+    disagrees_with_id_accuracy: bool
+    disagrees_with_logme: bool
+    missing: list[str]
+
+
+class RankingOut(BaseModel):
+    entries: list[RankedOut]
+    pick: str | None
+    id_accuracy_pick: str | None
+    logme_pick: str | None
+    picks_agree: bool | None
+    id_accuracy_discordant: list[tuple[str, str]] = Field(
+        description="(geometry's better, geometry's worse) pairs that ID accuracy orders the other way"
+    )
+    logme_discordant: list[tuple[str, str]]
+
+
+# --- gates ---------------------------------------------------------------------------------------------
+
+
+class StoredRun(BaseModel):
+    """A run already in the history, by id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    source: Literal["run"] = "run"
+    id: uuid.UUID
+
+
+Subject = Annotated[TorchvisionRef | TimmRef | CheckpointRef | StoredRun, Field(discriminator="source")]
+
+
+class GateRequest(BaseModel):
+    """A candidate against a baseline, each a model (scored now, or found scored) or a stored run.
+
+    Both are compared under this request's dataset, sampling and protocol; a stored run scored under
+    others is refused rather than compared.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidate: Subject
+    baseline: Subject
+    dataset: DatasetRef
+    sampling: Sampling = Field(default_factory=Sampling)
+    protocol: dict[str, Any] = PROTOCOL_FIELD
+    rules: list[Annotated[str, Field(max_length=200)]] = Field(
+        min_length=1,
+        max_length=MAX_RULES,
+        description="'metric: kind threshold', kind one of min, max, max_drop, max_relative_drop, "
+        "max_rise, max_relative_rise",
+    )
+
+
+class RuleOut(BaseModel):
+    rule: str
+    metric: str
+    kind: str
+    threshold: float
+    candidate: float | None
+    baseline: float | None
+    change: float | None = Field(description="candidate − baseline")
+    relative_change: float | None = Field(description="change / |baseline|")
+    passed: bool
+    reason: str
+
+
+class GateOut(BaseModel):
+    id: uuid.UUID
+    passed: bool
+    candidate_run_id: uuid.UUID | None
+    baseline_run_id: uuid.UUID | None
+    candidate: dict[str, Any]
+    baseline: dict[str, Any]
+    dataset: dict[str, Any]
+    rules: list[RuleOut]
+    created_at: datetime
+
+
+class GatePage(BaseModel):
+    items: list[GateOut]
+    next_cursor: str | None

@@ -1,0 +1,368 @@
+"""Triage orchestration: find the runs an answer needs, queue the missing ones, apply ``core.triage``.
+
+Runs are found and queued through the job service, so a triage request is idempotent exactly as a
+job is: the same model, data and protocol is never scored twice, and asking again while its job runs
+queues nothing new. Models are queued one by one (each ``submit`` commits), so when a later candidate
+turns out to be bad input the earlier ones stay queued: their runs are valid and will be reused.
+A job that failed is queued again on the next ask; clients should watch the jobs they are given.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.api.errors import ApiError
+from app.api.jobs import job_out
+from app.db.models import Gate, Job, Marker, Run
+from app.db.run_queries import markers_of
+from app.db.triage_queries import torchvision_runs
+from app.references import AnyModelRef
+from app.schemas.jobs import JobRequest
+from app.schemas.triage import (
+    Comparison,
+    GateOut,
+    GateRequest,
+    MarkerStat,
+    Pending,
+    RankedOut,
+    RankingOut,
+    RankingRequest,
+    Recommendation,
+    RecommendationSummary,
+    RuleOut,
+    StoredRun,
+    WeightsOut,
+)
+from app.services import jobs as job_service
+from app.settings import Settings
+from core.data.open import open_dataset
+from core.data.refs import AnyDatasetRef, Sampling
+from core.data.sampling import sample
+from core.markers import Protocol, list_markers
+from core.triage import (
+    MarkerRecord,
+    RuleError,
+    UnknownMetric,
+    Verdict,
+    accuracy_pick,
+    evaluate_gate,
+    parse_rule,
+    rank,
+    verdict,
+)
+from core.zoo import WeightsPair, v1_v2_pairs
+from core.zoo.refs import TimmRef, TorchvisionRef
+from core.zoo.torchvision_zoo import weights_enum
+
+V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """Where and how every model of one triage question is scored."""
+
+    dataset: AnyDatasetRef
+    sampling: Sampling
+    protocol: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """The stored runs by label, and the jobs still computing the others."""
+
+    runs: dict[str, Run]
+    jobs: list[Job]
+    markers: dict[uuid.UUID, list[Marker]]
+
+    def pending(self) -> Pending | None:
+        return Pending(jobs=[job_out(job) for job in self.jobs]) if self.jobs else None
+
+    def record(self, label: str) -> MarkerRecord:
+        return record_of(label, self.markers[self.runs[label].id])
+
+    def stats(self, label: str) -> dict[str, MarkerStat]:
+        return {m.name: MarkerStat(value=m.value, std=m.std) for m in self.markers[self.runs[label].id]}
+
+
+def record_of(label: str, markers: list[Marker]) -> MarkerRecord:
+    return MarkerRecord(label, {m.name: m.value for m in markers}, {m.name: m.std for m in markers})
+
+
+def normalised_protocol(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Every protocol field, defaults filled in: the form runs are stored and compared in."""
+    try:
+        return Protocol.from_dict(dict(fields)).to_dict()
+    except (ValueError, TypeError) as exc:
+        raise ApiError(422, "invalid_protocol", str(exc)) from exc
+
+
+def label_of(ref: AnyModelRef) -> str:
+    """The short string a user would type for ``ref`` (see ``core.zoo.refs``): names candidates."""
+    if isinstance(ref, TorchvisionRef):
+        return f"tv:{ref.arch}.{ref.weights}"
+    if isinstance(ref, TimmRef):
+        return f"timm:{ref.name}"
+    if ref.library is None:
+        return f"ckpt:{ref.path}"
+    return f"{'tv' if ref.library == 'torchvision' else 'timm'}:{ref.architecture}@{ref.path}"
+
+
+def gather(
+    session: Session, settings: Settings, models: Mapping[str, AnyModelRef], scoring: Scoring
+) -> Gathered:
+    runs: dict[str, Run] = {}
+    jobs: list[Job] = []
+    for label, model in models.items():
+        request = JobRequest(
+            model=model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol
+        )
+        submitted = job_service.submit(session, settings, request, None)
+        if submitted.run is not None:
+            runs[label] = submitted.run
+        elif submitted.job is not None:
+            jobs.append(submitted.job)
+    markers = markers_of(session, [run.id for run in runs.values()]) if not jobs else {}
+    return Gathered(runs, jobs, markers)
+
+
+# --- recommendations -----------------------------------------------------------------------------------
+
+
+@cache
+def weight_pairs() -> dict[str, WeightsPair]:
+    """torchvision's v1/v2 architectures; listing them builds every weights enum, so once per process."""
+    return {pair.arch: pair for pair in v1_v2_pairs()}
+
+
+def pair_of(arch: str) -> WeightsPair:
+    """The architecture's pair; ``UnknownModel`` (404) for no such architecture, 422 for one without."""
+    pairs = weight_pairs()
+    if arch in pairs:
+        return pairs[arch]
+    weights_enum(arch, "DEFAULT")  # raises UnknownModel for an architecture torchvision does not know
+    raise ApiError(
+        422,
+        "no_v1_v2_pair",
+        f"torchvision {arch} has no {V1} and {V2} weights to compare; architectures that do: "
+        f"{', '.join(sorted(pairs))}",
+    )
+
+
+def _comparisons(result: Verdict) -> list[Comparison]:
+    return [
+        Comparison(
+            marker=c.marker,
+            v1=c.v1,
+            v2=c.v2,
+            v1_std=c.v1_std,
+            v2_std=c.v2_std,
+            difference=c.difference,
+            noise=c.noise,
+            favours=c.favours,
+        )
+        for c in result.comparisons
+    ]
+
+
+def _picks_agree(decision: str, by_accuracy: str) -> bool | None:
+    return None if "undecided" in (decision, by_accuracy) else decision == by_accuracy
+
+
+def recommend(session: Session, settings: Settings, arch: str, scoring: Scoring) -> Pending | Recommendation:
+    pair = pair_of(arch)
+    refs = {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
+    gathered = gather(session, settings, refs, scoring)
+    if (pending := gathered.pending()) is not None:
+        return pending
+    result = verdict(gathered.record(V1), gathered.record(V2))
+    by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
+
+    def weights_out(weights: str, acc1: float | None) -> WeightsOut:
+        return WeightsOut(
+            label=weights,
+            model=refs[weights].model_dump(mode="json"),
+            run_id=gathered.runs[weights].id,
+            markers=gathered.stats(weights),
+            weights=weights,
+            imagenet_acc1=acc1,
+        )
+
+    return Recommendation(
+        architecture=arch,
+        verdict=result.decision,
+        reason=result.reason,
+        comparisons=_comparisons(result),
+        v1=weights_out(V1, pair.v1_acc1),
+        v2=weights_out(V2, pair.v2_acc1),
+        id_accuracy_pick=by_accuracy,
+        picks_agree=_picks_agree(result.decision, by_accuracy),
+    )
+
+
+def recommendations_so_far(
+    session: Session, settings: Settings, scoring: Scoring, architectures: list[str]
+) -> list[RecommendationSummary]:
+    """The verdicts the stored runs already give, computing nothing: an architecture whose two runs
+    are not both stored under this dataset sample and protocol has ``verdict=None``."""
+    images = open_dataset(scoring.dataset, scoring.sampling.split, roots=settings.effective_data_roots)
+    fingerprint = sample(images, scoring.sampling).fingerprint
+    sampling = scoring.sampling.model_dump(mode="json")
+    latest: dict[tuple[str, str], Run] = {}
+    for run in torchvision_runs(session, architectures, fingerprint):
+        weights = run.model_ref.get("weights")
+        if run.sampling == sampling and run.protocol == scoring.protocol and weights in (V1, V2):
+            latest.setdefault((str(run.architecture), str(weights)), run)
+    markers = markers_of(session, [run.id for run in latest.values()])
+    pairs = weight_pairs()
+    items = []
+    for arch in architectures:
+        pair = pairs[arch]
+        by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
+        found = [latest.get((arch, weights)) for weights in (V1, V2)]
+        result = None
+        if found[0] is not None and found[1] is not None:
+            result = verdict(record_of(V1, markers[found[0].id]), record_of(V2, markers[found[1].id]))
+        items.append(
+            RecommendationSummary(
+                architecture=arch,
+                v1_acc1=pair.v1_acc1,
+                v2_acc1=pair.v2_acc1,
+                verdict=result.decision if result else None,
+                reason=result.reason if result else None,
+                id_accuracy_pick=by_accuracy,
+                picks_agree=_picks_agree(result.decision, by_accuracy) if result else None,
+            )
+        )
+    return items
+
+
+# --- rankings ------------------------------------------------------------------------------------------
+
+
+def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pending | RankingOut:
+    models: dict[str, AnyModelRef] = {}
+    for ref in body.candidates:
+        label = label_of(ref)
+        if label in models:
+            raise ApiError(422, "duplicate_candidates", f"candidate {label} is listed more than once")
+        models[label] = ref
+    scoring = Scoring(body.dataset, body.sampling, normalised_protocol(body.protocol))
+    gathered = gather(session, settings, models, scoring)
+    if (pending := gathered.pending()) is not None:
+        return pending
+    result = rank([gathered.record(label) for label in models])
+    entries = [
+        RankedOut(
+            label=e.name,
+            model=models[e.name].model_dump(mode="json"),
+            run_id=gathered.runs[e.name].id,
+            markers=gathered.stats(e.name),
+            rank=e.rank,
+            front=e.front,
+            score=e.score,
+            id_accuracy_rank=e.id_accuracy_rank,
+            logme_rank=e.logme_rank,
+            disagrees_with_id_accuracy=e.disagrees_with_id_accuracy,
+            disagrees_with_logme=e.disagrees_with_logme,
+            missing=list(e.missing),
+        )
+        for e in result.entries
+    ]
+    return RankingOut(
+        entries=entries,
+        pick=result.pick,
+        id_accuracy_pick=result.id_accuracy_pick,
+        logme_pick=result.logme_pick,
+        picks_agree=result.picks_agree,
+        id_accuracy_discordant=list(result.id_accuracy_discordant),
+        logme_discordant=list(result.logme_discordant),
+    )
+
+
+# --- gates ---------------------------------------------------------------------------------------------
+
+
+def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
+    run = session.get(Run, subject.id)
+    if run is None:
+        raise ApiError(404, "run_not_found", f"the {side} names run {subject.id}, which does not exist")
+    return run
+
+
+def _check_comparable(candidate: Run, baseline: Run, scoring: Scoring) -> None:
+    """Only runs of one dataset sample under one protocol are compared (shared/ARCHITECTURE.md)."""
+    sampling = scoring.sampling.model_dump(mode="json")
+    for side, run in (("candidate", candidate), ("baseline", baseline)):
+        if run.sampling != sampling or run.protocol != scoring.protocol:
+            raise ApiError(
+                422,
+                "incomparable_runs",
+                f"the {side} run {run.id} was scored under another sampling or protocol than this gate's",
+            )
+    if candidate.dataset_fingerprint != baseline.dataset_fingerprint:
+        raise ApiError(
+            422,
+            "incomparable_runs",
+            "the candidate and baseline runs were scored on different dataset samples",
+        )
+
+
+def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | Gate:
+    """Parse the rules first (bad rules cost no scoring), then find or queue both runs, then decide and
+    store the decision."""
+    known = {spec.name for spec in list_markers()}
+    try:
+        rules = [parse_rule(text, known) for text in body.rules]
+    except UnknownMetric as exc:
+        raise ApiError(422, "unknown_metric", str(exc)) from None
+    except RuleError as exc:
+        raise ApiError(422, "invalid_rule", str(exc)) from None
+    scoring = Scoring(body.dataset, body.sampling, normalised_protocol(body.protocol))
+    runs: dict[str, Run] = {}
+    models: dict[str, AnyModelRef] = {}
+    for side, subject in (("candidate", body.candidate), ("baseline", body.baseline)):
+        if isinstance(subject, StoredRun):
+            runs[side] = _stored_run(session, subject, side)
+        else:
+            models[side] = subject
+    gathered = gather(session, settings, models, scoring)
+    if (pending := gathered.pending()) is not None:
+        return pending
+    runs.update(gathered.runs)
+    _check_comparable(runs["candidate"], runs["baseline"], scoring)
+    markers = markers_of(session, [runs["candidate"].id, runs["baseline"].id])
+    candidate, baseline = (record_of(side, markers[runs[side].id]) for side in ("candidate", "baseline"))
+    result = evaluate_gate(candidate, baseline, rules)
+    row = Gate(
+        candidate_run_id=runs["candidate"].id,
+        baseline_run_id=runs["baseline"].id,
+        candidate=body.candidate.model_dump(mode="json"),
+        baseline=body.baseline.model_dump(mode="json"),
+        dataset=body.dataset.model_dump(mode="json"),
+        rules=[str(rule) for rule in rules],
+        outcomes=[outcome.to_dict() for outcome in result.outcomes],
+        passed=result.passed,
+    )
+    session.add(row)
+    session.commit()
+    return row
+
+
+def gate_out(row: Gate) -> GateOut:
+    return GateOut(
+        id=row.id,
+        passed=row.passed,
+        candidate_run_id=row.candidate_run_id,
+        baseline_run_id=row.baseline_run_id,
+        candidate=row.candidate,
+        baseline=row.baseline,
+        dataset=row.dataset,
+        rules=[RuleOut.model_validate(outcome) for outcome in row.outcomes],
+        created_at=row.created_at,
+    )

@@ -1,0 +1,215 @@
+"""The triage API on stored runs (written straight into PostgreSQL), without a worker: gates and their
+history, the recommendation list, and every bad input answered with its 4xx ``{code, message}``."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import delete
+
+from app.db.models import Gate, Marker, Run
+from app.db.session import session_scope
+from app.settings import Settings
+from core.data.open import open_dataset
+from core.data.refs import BuiltinRef, Sampling
+from core.data.sampling import sample
+from core.markers import Protocol
+
+SAMPLING = Sampling(classes=2, per_class=5)
+PROTOCOL = Protocol(n_t=20, points_per_class=5)
+DIGITS = {"source": "builtin", "name": "digits"}
+QUERY = "dataset=builtin:digits&classes=2&per_class=5&n_t=20&points_per_class=5"
+
+
+@pytest.fixture
+def api(
+    client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[TestClient]:
+    """An empty TORCH_HOME: no torchvision weights are available, so nothing real is ever scored here."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with session_scope(database_url) as session:
+        session.execute(delete(Gate))
+    yield client
+    with session_scope(database_url) as session:
+        session.execute(delete(Gate))
+
+
+def digits_fingerprint() -> str:
+    return sample(open_dataset(BuiltinRef(name="digits"), None), SAMPLING).fingerprint
+
+
+def stored_run(
+    database_url: str,
+    label: str,
+    markers: dict[str, float | None],
+    *,
+    model: dict[str, Any] | None = None,
+    protocol: Protocol = PROTOCOL,
+    fingerprint: str | None = None,
+) -> uuid.UUID:
+    run = Run(
+        run_key=hashlib.sha256(label.encode()).hexdigest(),
+        model_ref=model or {"source": "checkpoint", "path": label},
+        architecture=(model or {}).get("arch"),
+        weights_sha256=hashlib.sha256(f"w-{label}".encode()).hexdigest(),
+        dataset_ref=DIGITS,
+        dataset_fingerprint=fingerprint or digits_fingerprint(),
+        sampling=SAMPLING.model_dump(mode="json"),
+        protocol=protocol.to_dict(),
+        model_meta={},
+        code_version="test",
+        device="cpu",
+        n_images=10,
+        timings={},
+        markers=[
+            Marker(
+                name=name,
+                value=value,
+                std=None,
+                applicable=value is not None,
+                reason=None if value is not None else "n/a",
+                version="1",
+            )
+            for name, value in markers.items()
+        ],
+    )
+    with session_scope(database_url) as session:
+        session.add(run)
+        session.flush()
+        return run.id
+
+
+def gate_body(candidate: uuid.UUID, baseline: uuid.UUID, rules: list[str]) -> dict[str, Any]:
+    return {
+        "candidate": {"source": "run", "id": str(candidate)},
+        "baseline": {"source": "run", "id": str(baseline)},
+        "dataset": DIGITS,
+        "sampling": SAMPLING.model_dump(mode="json"),
+        "protocol": {"n_t": 20, "points_per_class": 5},
+        "rules": rules,
+    }
+
+
+def test_gate_on_stored_runs_is_decided_stored_and_listed(api: TestClient, database_url: str) -> None:
+    base = stored_run(database_url, "base", {"dimension": 2.0, "utilization": 0.4, "id_accuracy": 0.95})
+    cand = stored_run(database_url, "cand", {"dimension": 1.95, "utilization": 0.25, "id_accuracy": 0.95})
+    passing = api.post("/v1/gates", json=gate_body(cand, base, ["dimension: max_relative_drop 0.05"]))
+    assert passing.status_code == 201, passing.text
+    assert passing.json()["passed"] is True
+    rule = passing.json()["rules"][0]
+    assert (rule["candidate"], rule["baseline"], rule["passed"]) == (1.95, 2.0, True)
+    assert rule["change"] == pytest.approx(-0.05)
+    failing = api.post(
+        "/v1/gates", json=gate_body(cand, base, ["utilization: min 0.3", "id_accuracy: max_drop 0"])
+    )
+    assert failing.status_code == 201
+    assert failing.json()["passed"] is False
+    assert [r["passed"] for r in failing.json()["rules"]] == [False, True]
+    assert api.get(failing.headers["location"]).json() == failing.json()
+
+    first = api.get("/v1/gates?limit=1").json()
+    assert [g["id"] for g in first["items"]] == [failing.json()["id"]]  # newest first
+    rest = api.get(f"/v1/gates?limit=1&cursor={first['next_cursor']}").json()
+    assert [g["id"] for g in rest["items"]] == [passing.json()["id"]] and rest["next_cursor"] is None
+    assert [g["id"] for g in api.get("/v1/gates?passed=false").json()["items"]] == [failing.json()["id"]]
+
+
+@pytest.mark.parametrize(
+    ("rule", "code", "named"),
+    [
+        ("dimension max_drop 0.1", "invalid_rule", "does not parse"),
+        ("dimension: most 1", "invalid_rule", "'most'"),
+        ("d_eff: min 1", "unknown_metric", "'d_eff'"),
+    ],
+)
+def test_bad_rules_are_422_before_anything_is_queued(
+    api: TestClient, rule: str, code: str, named: str
+) -> None:
+    missing = uuid.uuid4()
+    answer = api.post("/v1/gates", json=gate_body(missing, missing, [rule]))
+    assert answer.status_code == 422
+    assert answer.json()["code"] == code and named in answer.json()["message"]
+
+
+def test_gate_errors(api: TestClient, database_url: str) -> None:
+    base = stored_run(database_url, "base", {"dimension": 2.0})
+    other = stored_run(
+        database_url, "other", {"dimension": 2.0}, protocol=Protocol(n_t=21, points_per_class=5)
+    )
+    unknown = api.post("/v1/gates", json=gate_body(uuid.uuid4(), base, ["dimension: min 1"]))
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "run_not_found")
+    mixed = api.post("/v1/gates", json=gate_body(other, base, ["dimension: min 1"]))
+    assert (mixed.status_code, mixed.json()["code"]) == (422, "incomparable_runs")
+    assert api.get(f"/v1/gates/{uuid.uuid4()}").json()["code"] == "gate_not_found"
+    assert api.post("/v1/gates", json={**gate_body(base, base, []), "rules": []}).status_code == 422
+    assert api.get("/v1/gates?cursor=garbage").json()["code"] == "invalid_cursor"
+
+
+def test_recommendation_errors(api: TestClient) -> None:
+    unknown = api.get(f"/v1/recommendations/no_such_net?{QUERY}")
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown_model")
+    no_pair = api.get(f"/v1/recommendations/resnet18?{QUERY}")
+    assert (no_pair.status_code, no_pair.json()["code"]) == (422, "no_v1_v2_pair")
+    assert "mobilenet_v2" in no_pair.json()["message"]
+    not_cached = api.get(f"/v1/recommendations/mobilenet_v2?{QUERY}")
+    assert (not_cached.status_code, not_cached.json()["code"]) == (404, "weights_not_available")
+    bad_dataset = api.get("/v1/recommendations/mobilenet_v2?dataset=nope")
+    assert (bad_dataset.status_code, bad_dataset.json()["code"]) == (422, "bad_reference")
+    assert api.get("/v1/recommendations/mobilenet_v2").status_code == 422  # no dataset
+    assert api.get(f"/v1/recommendations?{QUERY}&cursor=nope").json()["code"] == "invalid_cursor"
+
+
+def test_recommendation_list_shows_verdicts_of_stored_runs(api: TestClient, database_url: str) -> None:
+    for weights, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3)):
+        model = {"source": "torchvision", "arch": "mobilenet_v2", "weights": weights}
+        stored_run(database_url, weights, {"dimension": d, "utilization": u}, model=model)
+    everything = api.get(f"/v1/recommendations?{QUERY}&limit=100").json()
+    by_arch = {item["architecture"]: item for item in everything["items"]}
+    assert len(by_arch) == 24 and everything["next_cursor"] is None
+    assert by_arch["mobilenet_v2"]["verdict"] == "v2"
+    assert (
+        by_arch["mobilenet_v2"]["id_accuracy_pick"] == "v2" and by_arch["mobilenet_v2"]["picks_agree"] is True
+    )
+    assert by_arch["resnet50"]["verdict"] is None and by_arch["resnet50"]["v1_acc1"] == 76.13
+    other_protocol = api.get(f"/v1/recommendations?{QUERY.replace('n_t=20', 'n_t=30')}&limit=100").json()
+    assert all(item["verdict"] is None for item in other_protocol["items"])
+    page = api.get(f"/v1/recommendations?{QUERY}&limit=10").json()
+    following = api.get(f"/v1/recommendations?{QUERY}&limit=10&cursor={page['next_cursor']}").json()
+    assert [i["architecture"] for i in page["items"] + following["items"]] == sorted(by_arch)[:20]
+
+
+def test_ranking_input_errors(api: TestClient) -> None:
+    body = {
+        "candidates": [{"source": "torchvision", "arch": "resnet18", "weights": "IMAGENET1K_V1"}] * 2,
+        "dataset": DIGITS,
+    }
+    duplicate = api.post("/v1/rankings", json=body)
+    assert (duplicate.status_code, duplicate.json()["code"]) == (422, "duplicate_candidates")
+    assert api.post("/v1/rankings", json={**body, "candidates": []}).status_code == 422
+    bad_protocol = api.post(
+        "/v1/rankings", json={**body, "candidates": body["candidates"][:1], "protocol": {"n_t": 0}}
+    )
+    assert (bad_protocol.status_code, bad_protocol.json()["code"]) == (422, "invalid_protocol")
+    unknown = api.post(
+        "/v1/rankings", json={**body, "candidates": [{"source": "checkpoint", "path": "x.pt2"}]}
+    )
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown_checkpoint")
+
+
+def test_write_access_applies(api: TestClient, settings: Settings) -> None:
+    from app.api_keys import create_api_key
+
+    with session_scope(settings.effective_database_url) as session:
+        key = create_api_key(session, "ci")
+    denied = api.post(
+        "/v1/rankings", json={"candidates": [{"source": "timm", "name": "resnet18"}], "dataset": DIGITS}
+    )
+    assert (denied.status_code, denied.json()["code"]) == (401, "unauthorized")
+    allowed = api.get(f"/v1/recommendations/resnet18?{QUERY}", headers={"X-API-Key": key})
+    assert allowed.json()["code"] == "no_v1_v2_pair"
