@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.api import checkpoints, gates, health, jobs, rankings, recommendations, runs
+from app.api import backtests, checkpoints, gates, health, jobs, rankings, recommendations, runs
 from app.api.errors import install_error_handlers
 from app.metrics import Metrics, MetricsMiddleware
 from app.settings import Settings, get_settings
@@ -23,7 +23,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     metrics = Metrics(settings.effective_database_url)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
-    for module in (health, checkpoints, jobs, runs, recommendations, rankings, gates):
+    for module in (health, checkpoints, jobs, runs, backtests, recommendations, rankings, gates):
         app.include_router(module.router)
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)

@@ -99,15 +99,19 @@ def _as_vectors(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise Pearson r of (B, n) arrays; NaN where a row of either is constant."""
+    """Row-wise Pearson r of (B, n) arrays; NaN where a row of either is constant.
+
+    Rows are first divided by their largest magnitude (r is scale-invariant), so no sum overflows.
+    """
+    tiny = np.finfo(np.float64).tiny
+    a = a / np.maximum(np.abs(a).max(axis=-1, keepdims=True), tiny)
+    b = b / np.maximum(np.abs(b).max(axis=-1, keepdims=True), tiny)
     a = a - a.mean(axis=-1, keepdims=True)
     b = b - b.mean(axis=-1, keepdims=True)
-    denom = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
-    scale = np.maximum(np.abs(a).max(axis=-1), 1e-300) * np.maximum(np.abs(b).max(axis=-1), 1e-300)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (a * b).sum(axis=-1) / denom
-    r = np.where(denom > 1e-12 * scale * a.shape[-1], r, np.nan)
-    return np.clip(r, -1.0, 1.0)
+    ssa, ssb = (a * a).sum(axis=-1), (b * b).sum(axis=-1)
+    spread = (ssa > 1e-24 * a.shape[-1]) & (ssb > 1e-24 * b.shape[-1])
+    r = (a * b).sum(axis=-1) / np.sqrt(np.where(spread, ssa * ssb, 1.0))
+    return np.where(spread, np.clip(r, -1.0, 1.0), np.nan)
 
 
 def pearson(x: ArrayLike, y: ArrayLike) -> float | None:

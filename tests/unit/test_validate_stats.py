@@ -93,3 +93,10 @@ def test_backtest_skips_missing_values_and_validates() -> None:
         backtest([*_zoo(), _zoo()[0]])
     with pytest.raises(ValueError, match="not finite"):
         backtest([*_zoo(), Record("x", "a", 0.2, {"dimension": float("inf")})])
+
+
+def test_extreme_magnitudes_neither_overflow_nor_lose_the_sign() -> None:
+    x = [1e308, -1e308, 5e-324, 0.0]
+    y = [-1e308, 1e308, 0.0, 1e-300]
+    assert pearson(x, y) == pytest.approx(sps.pearsonr(np.array(x) / 1e300, np.array(y) / 1e300).statistic)
+    assert correlate(x, y, n_boot=50).pearson_ci is not None
