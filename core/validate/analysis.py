@@ -10,20 +10,27 @@ from core.validate.stats import Record, backtest, pairwise_both_higher, pairwise
 from core.validate.study import variant_name
 
 
-def records_for(models: list[dict[str, Any]], outcome: str) -> list[Record]:
-    """Kept models as back-test records against ``outcome``."""
+def records_for(models: list[dict[str, Any]], outcome: str, *, by_setting: bool = False) -> list[Record]:
+    """Kept models as back-test records against ``outcome``; grouped by architecture, or with
+    ``by_setting`` by architecture × optimiser (the paper's "settings")."""
     return [
-        Record(m["name"], m["arch"], float(m["outcomes"][outcome]), m["markers"])
+        Record(
+            m["name"],
+            f"{m['arch']}/{m['optimizer']}" if by_setting else m["arch"],
+            float(m["outcomes"][outcome]),
+            m["markers"],
+        )
         for m in models
         if m["kept"] and outcome in m.get("outcomes", {})
     ]
 
 
 def analyze_study(results: dict[str, Any], *, n_boot: int, seed: int) -> dict[str, Any]:
-    """``{outcome: {"backtest": Backtest dict, "variant_rules": {...}}}`` for every measured outcome.
+    """``{outcome: {"backtest", "variant_rules", "by_setting"}}`` for every measured outcome.
 
     ``variant_rules[dichotomy,centering]`` is the geometry rule's pairwise rate with that variant's
     D_eff and Ψ_eff; ``variant_rules["id_accuracy"]`` is the "higher ID accuracy" rule beside it.
+    ``by_setting[marker][arch/optimiser]`` is the Pearson r within one architecture × optimiser.
     Outcomes with fewer than three kept models are reported as ``{"skipped": reason}``.
     """
     kept = [m for m in results["models"] if m["kept"]]
@@ -46,5 +53,10 @@ def analyze_study(results: dict[str, Any], *, n_boot: int, seed: int) -> dict[st
             for d, c in variants
         }
         rules["id_accuracy"] = asdict(pairwise_higher(records, "id_accuracy"))
-        answer[outcome] = {"backtest": test.to_dict(), "variant_rules": rules}
+        per_setting = backtest(records_for(results["models"], outcome, by_setting=True), n_boot=1, seed=seed)
+        by_setting = {
+            name: {setting: c.pearson for setting, c in m.by_architecture.items()}
+            for name, m in per_setting.markers.items()
+        }
+        answer[outcome] = {"backtest": test.to_dict(), "variant_rules": rules, "by_setting": by_setting}
     return answer

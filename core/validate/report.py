@@ -100,6 +100,7 @@ def _paper_table(entry: dict[str, Any], archs: list[str]) -> list[str]:
         "marker",
         "paper: per-setting r",
         "paper: pooled r",
+        "ours: per-setting r (settings)",
         "ours: pooled r",
         *(f"ours: r {a}" for a in archs),
     ]
@@ -111,7 +112,9 @@ def _paper_table(entry: dict[str, Any], archs: list[str]) -> list[str]:
             _num(m["pooled"]["pearson"]) if m else "–",
             *(_num(m["by_architecture"][a]["pearson"]) if m else "–" for a in archs),
         ]
-        lines.append("| " + " | ".join([name, per_setting, pooled, *ours]) + " |")
+        settings = [r for r in entry["by_setting"].get(name, {}).values() if r is not None]
+        span = f"{min(settings):.2f} to {max(settings):.2f} ({len(settings)})" if settings else "–"
+        lines.append("| " + " | ".join([name, per_setting, pooled, span, *ours]) + " |")
     return lines
 
 
@@ -181,6 +184,8 @@ def write_report(results: dict[str, Any], analysis: dict[str, Any], folder: Path
             f"(validation accuracy by C: {probe['validation_accuracy']}).",
             f"Random-init probe accuracy (floor): {results['random_init_probe']}.",
         ]
+        if probe["c"] in (min(config["c_grid"]), max(config["c_grid"])):
+            lines.append("Caveat: the chosen C lies at the edge of the grid; a wider grid may probe better.")
     for outcome, entry in analysis.items():
         lines += ["", f"## Outcome: {outcome}", ""]
         if "skipped" in entry:

@@ -181,8 +181,8 @@ def random_init_baselines(
     """Probe accuracy of each architecture at its seeded random initialisation: the floor to beat."""
     out = {}
     for arch in config.archs:
-        spec = TrainSpec(arch, "sgd", 1.0, 0.0, config.seed, 1, 1)
-        out[arch] = probe_accuracy(_probe_split(build(spec).eval(), data, device), c, device=device)
+        model = build(arch, config.seed).eval()
+        out[arch] = probe_accuracy(_probe_split(model, data, device), c, device=device)
     return out
 
 

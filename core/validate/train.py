@@ -80,10 +80,12 @@ class TrainSpec:
         return f"{self.arch}-{self.optimizer}-lr{self.lr:g}-wd{self.weight_decay:g}-s{self.seed}"
 
 
-def build(spec: TrainSpec) -> Classifier:
-    """A freshly initialised model (seeded by ``spec.seed``)."""
-    torch.manual_seed(spec.seed)
-    return Classifier(ARCHITECTURES[spec.arch]())
+def build(arch: str, seed: int) -> Classifier:
+    """A freshly initialised ``arch`` model, its weights drawn from ``torch.manual_seed(seed)``."""
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {arch!r}; known: {sorted(ARCHITECTURES)}")
+    torch.manual_seed(seed)
+    return Classifier(ARCHITECTURES[arch]())
 
 
 def _optimizer(spec: TrainSpec, model: nn.Module) -> torch.optim.Optimizer:
@@ -107,7 +109,7 @@ def train(
     checkpoint already there is resumed from. ``on_epoch(epoch, mean_loss)`` reports progress.
     """
     dev = resolve_device(device)
-    model = build(spec).to(dev)
+    model = build(spec.arch, spec.seed).to(dev)
     opt = _optimizer(spec, model)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=spec.epochs)
     start = 0

@@ -89,6 +89,7 @@ def test_tiny_study_runs_resumes_and_reports(tmp_path: Path) -> None:
         "random,global",
         "id_accuracy",
     }
+    assert set(entry["by_setting"]["dimension"]) == {"mlp/sgd", "mlp/adamw", "cnn/sgd", "cnn/adamw"}
     write_report(results, analysis, tmp_path / "report", title="tiny")
     assert (tmp_path / "report" / "scatter_animal-mnist.png").stat().st_size > 0
     saved = json.loads((tmp_path / "report" / "results.json").read_text())
