@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import backtest, score, service, study
+from app.cli import backtest, client, score, service, study
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
@@ -17,6 +17,7 @@ def _root() -> None:
 
 
 backtest.register(app)
+client.register(app)
 score.register(app)
 service.register(app)
 study.register(app)

@@ -1,0 +1,429 @@
+"""Commands that talk to a running zootriage service over HTTP: ``submit``, ``status``, ``history``,
+``recommend``, ``rank`` and ``gate``.
+
+The server and key come from ``--url``/``--api-key`` or ``ZOOTRIAGE_URL``/``ZOOTRIAGE_API_KEY``. Triage
+commands wait: while the service answers 202 they follow its jobs with a progress bar, then ask again.
+Exit codes are for CI: 0 success (a gate that passed), 1 a gate that failed, 2 a usage or service
+error, printed as one line (never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import httpx
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+PASSED, FAILED, ERROR = 0, 1, 2
+TERMINAL = {"succeeded", "failed", "cancelled"}
+MODEL_HELP = (
+    "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 (local files are uploaded)"
+)
+DATASET_HELP = "builtin:NAME, folder:PATH, torchvision:CLASS:PATH or archive:PATH (on the server)"
+
+err = Console(stderr=True)
+out = Console()
+
+Url = Annotated[str, typer.Option("--url", envvar="ZOOTRIAGE_URL", help="service URL")]
+ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="ZOOTRIAGE_API_KEY", help="write key")]
+Dataset = Annotated[str, typer.Option(help=DATASET_HELP)]
+Classes = Annotated[int | None, typer.Option(help="classes to sample (default: all)")]
+PerClass = Annotated[int, typer.Option(help="images per class")]
+Split = Annotated[str | None, typer.Option(help="dataset split (default: the dataset's own)")]
+Seed = Annotated[int, typer.Option(help="seed of the sampling and of the markers")]
+NT = Annotated[int, typer.Option("--n-t", help="GLUE draws")]
+PointsPerClass = Annotated[int, typer.Option(help="GLUE points per class")]
+Timeout = Annotated[float, typer.Option(help="seconds to wait for the answer")]
+AsJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+class ServiceError(Exception):
+    """The service refused the request or could not be reached: exit 2 with this message."""
+
+
+def _fail(message: str) -> NoReturn:
+    err.print(f"[red]error[/red] {escape(message)}")
+    raise typer.Exit(ERROR)
+
+
+@contextmanager
+def _errors_exit() -> Iterator[None]:
+    """Every expected failure becomes one line on stderr and exit status 2."""
+    from core.errors import ZooError
+
+    try:
+        yield
+    except ServiceError as exc:
+        _fail(str(exc))
+    except ZooError as exc:
+        _fail(f"{exc.code}: {exc.message}")
+    except (OSError, ValueError) as exc:
+        _fail(str(exc))
+
+
+class Client:
+    """A thin HTTP client: every non-2xx answer raises ``ServiceError`` with the service's code."""
+
+    def __init__(self, url: str, api_key: str | None) -> None:
+        headers = {"X-API-Key": api_key} if api_key else {}
+        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=120)
+
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ServiceError(f"cannot reach the service at {self.http.base_url}: {exc}") from None
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+                detail = f"{body['code']}: {body['message']}"
+            except (ValueError, KeyError, TypeError):
+                detail = response.text[:300]
+            raise ServiceError(f"{method} {path} answered {response.status_code} ({detail})")
+        return response
+
+    def upload(self, path: Path, library: str | None, architecture: str | None) -> str:
+        """Upload a local weights file; the service names it by content, so re-uploads are free."""
+        fields = {k: v for k, v in (("library", library), ("architecture", architecture)) if v}
+        with path.open("rb") as handle:
+            answer = self.call("POST", "/v1/checkpoints", files={"file": (path.name, handle)}, data=fields)
+        return str(answer.json()["model_path"])
+
+
+def model_json(client: Client, text: str) -> dict[str, Any]:
+    """A model reference string as the API's JSON; a checkpoint naming a local file is uploaded first.
+    ``run:ID`` names a stored run (gates only)."""
+    from core.zoo.refs import CheckpointRef, parse_model_ref
+
+    if text.startswith("run:"):
+        return {"source": "run", "id": text.removeprefix("run:")}
+    ref = parse_model_ref(text)
+    if isinstance(ref, CheckpointRef) and Path(ref.path).is_file():
+        ref = ref.model_copy(update={"path": client.upload(Path(ref.path), ref.library, ref.architecture)})
+    return ref.model_dump(mode="json", exclude_none=True)
+
+
+@dataclass(frozen=True)
+class Scoring:
+    dataset: str
+    classes: int | None
+    per_class: int
+    split: str | None
+    seed: int
+    n_t: int
+    points_per_class: int
+
+    def body(self) -> dict[str, Any]:
+        from core.data.refs import parse_dataset_ref
+
+        sampling = {
+            "classes": self.classes,
+            "per_class": self.per_class,
+            "seed": self.seed,
+            "split": self.split,
+        }
+        protocol = {"n_t": self.n_t, "seed": self.seed, "points_per_class": self.points_per_class}
+        dataset = parse_dataset_ref(self.dataset).model_dump(mode="json")
+        return {"dataset": dataset, "sampling": sampling, "protocol": protocol}
+
+    def query(self) -> dict[str, Any]:
+        query = {
+            "dataset": self.dataset,
+            "per_class": self.per_class,
+            "seed": self.seed,
+            "n_t": self.n_t,
+            "points_per_class": self.points_per_class,
+        }
+        return {
+            **query,
+            **{k: v for k, v in (("classes", self.classes), ("split", self.split)) if v is not None},
+        }
+
+
+class JobBars:
+    """One live bar per job: stage, done/total, elapsed time (on stderr, so stdout stays parseable)."""
+
+    def __init__(self) -> None:
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
+
+    def show(self, job: dict[str, Any]) -> None:
+        progress = job["progress"]
+        label = f"{job['id'][:8]} {job['status']:<9} {progress['stage'] or '':<10}"
+        total = max(progress["total"], 1)
+        done = total if job["status"] == "succeeded" else progress["done"]
+        if job["id"] not in self.tasks:
+            self.tasks[job["id"]] = self.bars.add_task(label, total=total)
+        self.bars.update(self.tasks[job["id"]], description=label, completed=done, total=total)
+
+
+def follow(client: Client, job_ids: list[str], deadline: float, poll: float = 0.5) -> list[dict[str, Any]]:
+    """Poll jobs until all finish; a failed or cancelled job is a service error naming its cause."""
+    bars = JobBars()
+    with bars.bars:
+        while True:
+            jobs = [client.call("GET", f"/v1/jobs/{job_id}").json() for job_id in job_ids]
+            for job in jobs:
+                bars.show(job)
+            if all(job["status"] in TERMINAL for job in jobs):
+                break
+            if time.monotonic() > deadline:
+                raise ServiceError(f"jobs {', '.join(job_ids)} did not finish in time")
+            time.sleep(poll)
+    for job in jobs:
+        if job["status"] != "succeeded":
+            cause = job["error"] or {"code": job["status"], "message": "the job was cancelled"}
+            raise ServiceError(f"job {job['id']} {job['status']}: {cause['code']}: {cause['message']}")
+    return jobs
+
+
+def answered(client: Client, ask: Callable[[], httpx.Response], timeout: float) -> dict[str, Any]:
+    """Ask, follow the jobs of a 202, ask again, until the service answers with the result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = ask()
+        if response.status_code != 202:
+            return dict(response.json())
+        follow(client, [job["id"] for job in response.json()["jobs"]], deadline)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+# --- commands ------------------------------------------------------------------------------------------
+
+
+def submit(
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    dataset: Dataset,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    classes: Classes = None,
+    per_class: PerClass = 50,
+    split: Split = None,
+    seed: Seed = 0,
+    n_t: NT = 1000,
+    points_per_class: PointsPerClass = 50,
+) -> None:
+    """Queue a scoring job; prints the job id (or the run id when it was already computed)."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class)
+        answer = client.call("POST", "/v1/jobs", json={"model": model_json(client, model), **scoring.body()})
+        if answer.status_code == 200:
+            out.print(f"already computed: run {answer.json()['id']}")
+        else:
+            out.print(f"queued: job {answer.json()['id']}")
+
+
+def status(
+    job_id: Annotated[str, typer.Argument(help="job id")],
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    watch: Annotated[bool, typer.Option("--watch/--no-watch", help="follow until it finishes")] = True,
+    timeout: Timeout = 3600,
+) -> None:
+    """Show a job's status, following its progress live until it finishes."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        if watch:
+            job = follow(client, [job_id], time.monotonic() + timeout)[0]
+        else:
+            job = client.call("GET", f"/v1/jobs/{job_id}").json()
+        out.print(f"job {job['id']}: {job['status']}" + (f", run {job['run_id']}" if job["run_id"] else ""))
+
+
+def history(
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    architecture: Annotated[str | None, typer.Option(help="only this architecture")] = None,
+    sort: Annotated[str, typer.Option(help="created_at or a marker name")] = "created_at",
+    limit: Annotated[int, typer.Option(min=1, help="rows (one page)")] = 20,
+    as_json: AsJson = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="the whole filtered history as CSV")] = False,
+) -> None:
+    """The run history as a table (or JSON, or CSV)."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        params: dict[str, Any] = {"sort": sort, "limit": limit}
+        if architecture:
+            params["architecture"] = architecture
+        if as_csv:
+            sys.stdout.write(client.call("GET", "/v1/runs", params={**params, "format": "csv"}).text)
+            return
+        page = client.call("GET", "/v1/runs", params=params).json()
+        if as_json:
+            _print_json(page)
+            return
+        shown = ("dimension", "utilization", "id_accuracy", "logme")
+        table = Table("run", "created", "architecture", *shown)
+        for run in page["items"]:
+            values = [_fmt(run["markers"].get(name)) for name in shown]
+            table.add_row(run["id"][:8], run["created_at"][:19], run["architecture"] or "-", *values)
+        out.print(table)
+
+
+def recommend(
+    arch: Annotated[str, typer.Argument(help="torchvision architecture with v1/v2 weights")],
+    dataset: Dataset,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    classes: Classes = None,
+    per_class: PerClass = 50,
+    split: Split = None,
+    seed: Seed = 0,
+    n_t: NT = 1000,
+    points_per_class: PointsPerClass = 50,
+    timeout: Timeout = 3600,
+    as_json: AsJson = False,
+) -> None:
+    """v1, v2 or undecided for ARCH by the paper's rule, beside the ImageNet-accuracy pick."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        query = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class).query()
+        answer = answered(
+            client, lambda: client.call("GET", f"/v1/recommendations/{arch}", params=query), timeout
+        )
+        if as_json:
+            _print_json(answer)
+            return
+        table = Table("weights", "ImageNet acc@1", "dimension", "utilization", "id_accuracy")
+        for side in ("v1", "v2"):
+            weights = answer[side]
+            markers = {name: stat["value"] for name, stat in weights["markers"].items()}
+            table.add_row(
+                weights["weights"],
+                _fmt(weights["imagenet_acc1"]),
+                *(_fmt(markers.get(n)) for n in ("dimension", "utilization", "id_accuracy")),
+            )
+        out.print(table)
+        out.print(f"verdict: [bold]{answer['verdict']}[/bold] ({escape(answer['reason'])})")
+        out.print(
+            f"ImageNet accuracy picks {answer['id_accuracy_pick']}; "
+            f"picks agree: {_fmt(answer['picks_agree'])}"
+        )
+
+
+def rank(
+    candidates: Annotated[list[str], typer.Argument(help=MODEL_HELP)],
+    dataset: Dataset,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    classes: Classes = None,
+    per_class: PerClass = 50,
+    split: Split = None,
+    seed: Seed = 0,
+    n_t: NT = 1000,
+    points_per_class: PointsPerClass = 50,
+    timeout: Timeout = 3600,
+    as_json: AsJson = False,
+) -> None:
+    """Rank candidate weights by geometry, beside the ID-accuracy and LogME orders."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class)
+        body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body()}
+        answer = answered(client, lambda: client.call("POST", "/v1/rankings", json=body), timeout)
+        if as_json:
+            _print_json(answer)
+            return
+        table = Table("rank", "candidate", "dimension", "utilization", "acc rank", "LogME rank", "flag")
+        for entry in answer["entries"]:
+            markers = {name: stat["value"] for name, stat in entry["markers"].items()}
+            flags = [
+                name
+                for name, on in (
+                    ("≠acc", entry["disagrees_with_id_accuracy"]),
+                    ("≠LogME", entry["disagrees_with_logme"]),
+                )
+                if on
+            ]
+            table.add_row(
+                _fmt(entry["rank"]),
+                escape(entry["label"]),
+                _fmt(markers.get("dimension")),
+                _fmt(markers.get("utilization")),
+                _fmt(entry["id_accuracy_rank"]),
+                _fmt(entry["logme_rank"]),
+                " ".join(flags),
+            )
+        out.print(table)
+        out.print(
+            f"geometry picks {escape(_fmt(answer['pick']))}; ID accuracy picks "
+            f"{escape(_fmt(answer['id_accuracy_pick']))}; LogME picks {escape(_fmt(answer['logme_pick']))}"
+        )
+
+
+def gate(
+    candidate: Annotated[str, typer.Option(help=MODEL_HELP)],
+    baseline: Annotated[str, typer.Option(help=f"{MODEL_HELP}, or run:ID of a stored run")],
+    rule: Annotated[list[str], typer.Option(help="'metric: kind threshold', repeatable")],
+    dataset: Dataset,
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    classes: Classes = None,
+    per_class: PerClass = 50,
+    split: Split = None,
+    seed: Seed = 0,
+    n_t: NT = 1000,
+    points_per_class: PointsPerClass = 50,
+    timeout: Timeout = 3600,
+    as_json: AsJson = False,
+) -> None:
+    """Gate a candidate against a baseline: exit 0 when every rule passes, 1 when one fails, 2 on error."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class)
+        body = {
+            "candidate": model_json(client, candidate),
+            "baseline": model_json(client, baseline),
+            "rules": rule,
+            **scoring.body(),
+        }
+        answer = answered(client, lambda: client.call("POST", "/v1/gates", json=body), timeout)
+    if as_json:
+        _print_json(answer)
+    else:
+        table = Table("rule", "candidate", "baseline", "change", "result")
+        for r in answer["rules"]:
+            verdict = "[green]pass[/green]" if r["passed"] else "[red]FAIL[/red]"
+            table.add_row(
+                escape(r["rule"]), _fmt(r["candidate"]), _fmt(r["baseline"]), _fmt(r["change"]), verdict
+            )
+        out.print(table)
+        out.print(f"gate {answer['id']}: {'passed' if answer['passed'] else 'FAILED'}")
+    for r in answer["rules"]:
+        if not r["passed"]:
+            err.print(f"[red]failed[/red] {escape(r['rule'])}: {escape(r['reason'])}")
+    raise typer.Exit(PASSED if answer["passed"] else FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    for command in (submit, status, history, recommend, rank, gate):
+        app.command()(command)
