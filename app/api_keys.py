@@ -15,9 +15,13 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def new_key() -> str:
+    return "zt_" + secrets.token_urlsafe(32)
+
+
 def create_api_key(session: Session, name: str) -> str:
     """Store a new key under ``name`` and return the plain key (the only time it exists)."""
-    key = "zt_" + secrets.token_urlsafe(32)
+    key = new_key()
     session.add(ApiKey(name=name, key_hash=hash_key(key)))
     return key
 

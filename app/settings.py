@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     broker_visibility_timeout_s: int = 7200
     broker_timeout_s: float = 2.0
     gpus: int | None = None
+    # sha256 hashes of API keys given by the deployment (``zootriage create-api-key --no-store``), on
+    # top of those the command stored in the database; never the keys themselves.
+    api_key_hashes: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     @field_validator("data_roots", mode="before")
     @classmethod
@@ -39,6 +42,14 @@ class Settings(BaseSettings):
         """Accept ``a:b`` (like PATH) from the environment as well as a list."""
         if isinstance(value, str):
             return [part for part in value.split(":") if part]
+        return value
+
+    @field_validator("api_key_hashes", mode="before")
+    @classmethod
+    def _split_hashes(cls, value: object) -> object:
+        """Accept ``h1,h2`` from the environment as well as a list."""
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
 
     @property

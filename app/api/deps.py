@@ -10,7 +10,7 @@ from fastapi.security import APIKeyHeader
 from sqlalchemy.orm import Session
 
 from app.api.errors import ApiError
-from app.api_keys import key_is_valid, keys_configured
+from app.api_keys import hash_key, key_is_valid, keys_configured
 from app.db.session import get_sessionmaker
 from app.settings import Settings
 
@@ -34,11 +34,14 @@ SessionDep = Annotated[Session, Depends(get_session)]
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False)
 
 
-def require_write_access(session: SessionDep, key: Annotated[str | None, Security(_api_key_header)]) -> None:
-    """Writes are open until the first key is created; from then on they need a valid ``X-API-Key``."""
-    if key is not None and key_is_valid(session, key):
+def require_write_access(
+    session: SessionDep, settings: SettingsDep, key: Annotated[str | None, Security(_api_key_header)]
+) -> None:
+    """Writes are open until a key is configured (in settings or created by the command); from then
+    on they need a valid ``X-API-Key``."""
+    if key is not None and (hash_key(key) in settings.api_key_hashes or key_is_valid(session, key)):
         return
-    if not keys_configured(session):
+    if not settings.api_key_hashes and not keys_configured(session):
         return
     raise ApiError(401, "unauthorized", "a valid X-API-Key header is required for this endpoint")
 

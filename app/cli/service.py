@@ -59,9 +59,24 @@ def up(
     run_embedded(host, port)
 
 
-def create_api_key(name: Annotated[str, typer.Argument(help="who or what the key is for")]) -> None:
-    """Create an API key for the write endpoints; it is printed once and stored only as a hash."""
+def create_api_key(
+    name: Annotated[str, typer.Argument(help="who or what the key is for")],
+    store: Annotated[
+        bool,
+        typer.Option(
+            "--store/--no-store",
+            help="store its hash in the database, or print it for ZOOTRIAGE_API_KEY_HASHES",
+        ),
+    ] = True,
+) -> None:
+    """Create an API key for the write endpoints; it is printed once, only its hash is kept."""
     from app.api_keys import create_api_key as create
+    from app.api_keys import hash_key, new_key
+
+    if not store:
+        key = new_key()
+        typer.echo(f"{key}\nZOOTRIAGE_API_KEY_HASHES={hash_key(key)}")
+        return
     from app.db.session import session_scope
     from app.settings import get_settings
 

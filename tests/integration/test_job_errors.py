@@ -117,3 +117,30 @@ def test_writes_need_a_key_once_one_exists(client: TestClient, clean_db: str, mn
     assert upload.status_code == 401
     assert client.post("/v1/jobs", json=invalid, headers={"X-API-Key": key}).status_code == 422
     assert client.get("/v1/runs").status_code == 200  # reads stay open
+
+
+def test_key_hashes_from_settings_guard_writes(settings: Settings, clean_db: str) -> None:
+    from app.api_keys import hash_key
+
+    guarded = settings.model_copy(update={"api_key_hashes": [hash_key("zt_from_env")]})
+    invalid = {"model": {"source": "magic"}, "dataset": MNIST}
+    with TestClient(create_app(guarded), raise_server_exceptions=False) as client:
+        assert client.post("/v1/jobs", json=invalid).status_code == 401
+        assert client.post("/v1/jobs", json=invalid, headers={"X-API-Key": "zt_from_env"}).status_code == 422
+
+
+def test_the_command_stores_only_a_hash(settings: Settings, clean_db: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from app.api_keys import hash_key
+    from app.db.models import ApiKey
+
+    env = {**os.environ, "ZOOTRIAGE_DATABASE_URL": clean_db}
+    command = [str(Path(sys.executable).parent / "zootriage"), "create-api-key", "ci-pipeline"]
+    printed = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert printed.startswith("zt_")
+    with session_scope(clean_db) as session:
+        stored = session.scalars(select(ApiKey)).one()
+        assert (stored.name, stored.key_hash) == ("ci-pipeline", hash_key(printed))
