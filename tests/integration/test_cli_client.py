@@ -1,0 +1,140 @@
+"""The ``zootriage`` client commands as a CI job runs them: real processes against the real stack.
+
+A gate uploads a local checkpoint, waits for scoring, and exits 0 when it passes, 1 when it fails
+(naming the failing rule), 2 on a usage or service error, with a message and never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.triage_fixtures import TriageStack, triage_stack  # noqa: F401  (fixture)
+
+SCORING = [
+    "--dataset",
+    "builtin:mnist",
+    "--split",
+    "test",
+    "--per-class",
+    "10",
+    "--n-t",
+    "50",
+    "--points-per-class",
+    "10",
+]
+
+
+def zootriage(stack: TriageStack, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "ZOOTRIAGE_URL": url or stack.stack.base_url,
+        "COLUMNS": "200",
+        "HF_HUB_OFFLINE": "1",
+    }
+    env.pop("ZOOTRIAGE_API_KEY", None)
+    command = [sys.executable, "-c", "from app.cli import main; main()", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.fixture(scope="module")
+def checkpoints(digit_programs: dict[str, Path]) -> tuple[str, str]:
+    return f"ckpt:{digit_programs['advtrained']}", f"ckpt:{digit_programs['clntrained']}"
+
+
+def test_gate_passes_and_fails_with_exit_codes(
+    triage_stack: TriageStack,  # noqa: F811
+    checkpoints: tuple[str, str],
+) -> None:
+    candidate, baseline = checkpoints
+    gate = ["gate", "--candidate", candidate, "--baseline", baseline, *SCORING]
+    passing = zootriage(triage_stack, *gate, "--rule", "dimension: min 0", "--rule", "id_accuracy: min 0.5")
+    assert passing.returncode == 0, passing.stderr
+    assert "passed" in passing.stdout and "dimension: min 0" in passing.stdout
+
+    failing = zootriage(triage_stack, *gate, "--rule", "id_accuracy: min 1.01", "--rule", "dimension: min 0")
+    assert failing.returncode == 1, failing.stderr
+    assert "failed id_accuracy: min 1.01" in failing.stderr
+    assert "dimension: min 0:" not in failing.stderr  # only failing rules are listed as failures
+    no_traceback(failing)
+
+    listed = triage_stack.http.get("/v1/gates?limit=2").json()["items"]
+    assert [g["passed"] for g in listed] == [False, True]
+    baseline_run = listed[0]["baseline_run_id"]
+    by_run = zootriage(
+        triage_stack,
+        *gate[:3],
+        "--baseline",
+        f"run:{baseline_run}",
+        *SCORING,
+        "--rule",
+        "utilization: max_relative_drop 1",
+        "--json",
+    )
+    assert by_run.returncode == 0, by_run.stderr
+    decided = json.loads(by_run.stdout)
+    assert decided["passed"] is True and decided["baseline_run_id"] == baseline_run
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rule", "dimension max 1"], "invalid_rule"),
+        (["--rule", "d_eff: min 1"], "unknown_metric: unknown metric 'd_eff'"),
+        ([], "Missing option '--rule'"),
+    ],
+)
+def test_gate_usage_errors_exit_2(
+    triage_stack: TriageStack,  # noqa: F811
+    checkpoints: tuple[str, str],
+    args: list[str],
+    message: str,
+) -> None:
+    result = zootriage(
+        triage_stack, "gate", "--candidate", checkpoints[0], "--baseline", checkpoints[1], *SCORING, *args
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
+    no_traceback(result)
+
+
+def test_service_errors_exit_2(triage_stack: TriageStack) -> None:  # noqa: F811
+    unreachable = zootriage(triage_stack, "history", url="http://127.0.0.1:9")
+    assert unreachable.returncode == 2 and "cannot reach the service" in unreachable.stderr
+    unknown = zootriage(triage_stack, "recommend", "no_such_net", "--dataset", "builtin:mnist")
+    assert unknown.returncode == 2 and "unknown_model" in unknown.stderr
+    bad_ref = zootriage(triage_stack, "rank", "nonsense", "--dataset", "builtin:mnist")
+    assert bad_ref.returncode == 2 and "bad_reference" in bad_ref.stderr
+    for result in (unreachable, unknown, bad_ref):
+        no_traceback(result)
+
+
+def test_submit_status_and_history(
+    triage_stack: TriageStack,  # noqa: F811
+    checkpoints: tuple[str, str],
+) -> None:
+    again = zootriage(triage_stack, "submit", checkpoints[0], *SCORING)  # scored by the gate test
+    assert again.returncode == 0, again.stderr
+    assert "already computed: run" in again.stdout
+    queued = zootriage(triage_stack, "submit", checkpoints[0], *SCORING[:-1], "11")
+    assert queued.returncode == 0 and "queued: job" in queued.stdout
+    job_id = queued.stdout.split("queued: job")[1].split()[0]
+    status = zootriage(triage_stack, "status", job_id)
+    assert status.returncode == 0, status.stderr
+    assert f"job {job_id}: succeeded, run" in status.stdout
+
+    as_json = json.loads(zootriage(triage_stack, "history", "--json", "--limit", "100").stdout)
+    assert len(as_json["items"]) >= 3
+    as_csv = zootriage(triage_stack, "history", "--csv").stdout.splitlines()
+    assert as_csv[0].startswith("id,created_at") and len(as_csv) == len(as_json["items"]) + 1
+    table = zootriage(triage_stack, "history", "--sort", "dimension")
+    assert table.returncode == 0 and as_json["items"][0]["id"][:8] in table.stdout
