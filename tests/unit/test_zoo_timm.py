@@ -80,3 +80,25 @@ def test_unknown_timm_names() -> None:
         load_model(parse_model_ref("timm:resnet19"))
     with pytest.raises(UnknownModel, match=r"no pretrained tag 'resnet18\.nope'"):
         load_model(parse_model_ref("timm:resnet18.nope"))
+
+
+def test_pretrained_tag_loads_from_the_hugging_face_cache(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    """A file in the HF cache layout (refs/main -> snapshots/<rev>/model.safetensors) loads offline."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    hub_id = timm.models.get_pretrained_cfg("convnext_atto.d2_in1k").hf_hub_id
+    repo = tmp_path / f"models--{hub_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    torch.manual_seed(5)
+    reference = timm.create_model("convnext_atto").eval()
+    save_file(reference.state_dict(), repo / "snapshots" / ("0" * 40) / "model.safetensors")
+    model = load_model(parse_model_ref("timm:convnext_atto.d2_in1k"))
+    assert model.info.source == "timm" and model.info.weights == "d2_in1k"
+    assert model.info.label_space == "imagenet-1k" and model.preprocess.crop == (224, 224)
+    x = torch.rand(2, 3, 224, 224)
+    with torch.inference_mode():
+        torch.testing.assert_close(model.module(x)[1], reference(x))

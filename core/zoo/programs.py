@@ -1,0 +1,106 @@
+"""``torch.export`` programs (``.pt2``): any architecture, no code from the user.
+
+A program carries its graph and weights; ``torch.export.save(..., extra_files={"zootriage.json": ...})``
+may add ``{"preprocess": {...}, "label_space": "..."}``. With no preprocessing given anywhere, the
+program's input shape sets channels and size, and pixels are only scaled to [0, 1].
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import ValidationError
+from torch import nn
+
+from core.errors import BadCheckpoint, NotACheckpoint, TruncatedCheckpoint
+from core.zoo.penultimate import exported_penultimate
+from core.zoo.preprocess import Preprocess
+
+METADATA_FILE = "zootriage.json"
+
+
+@dataclass(frozen=True)
+class Program:
+    module: nn.Module  # forward(x) -> (penultimate, logits)
+    preprocess: Preprocess
+    penultimate: str
+    label_space: str | None
+
+
+def load_program(
+    path: Path, node_name: str | None, preprocess: Preprocess | None, label_space: str | None
+) -> Program:
+    """The program at ``path``; arguments that are not ``None`` override what was saved with it."""
+    program, saved = _read(path)
+    graph_module, node = exported_penultimate(program, node_name)
+    shape = _input_shape(graph_module)
+    try:
+        chosen = preprocess or (
+            Preprocess.model_validate(saved["preprocess"]) if "preprocess" in saved
+            else Preprocess(
+                channels=shape[1], crop=(shape[2], shape[3]), resize=None, mean=(0.0,) * shape[1],
+                std=(1.0,) * shape[1],
+            )
+        )
+    except ValidationError as exc:
+        raise BadCheckpoint(f"{path.name}: no usable preprocessing for input {shape} ({exc})") from exc
+    fed = (chosen.channels, *chosen.crop)
+    if any(want is not None and want != got for want, got in zip(shape[1:], fed, strict=True)):
+        raise BadCheckpoint(
+            f"{path.name}: the program takes (N, C, H, W) = {shape}, its preprocessing gives {fed}"
+        )
+    module: nn.Module = FixedBatch(graph_module, shape[0]) if isinstance(shape[0], int) else graph_module
+    return Program(module, chosen, node, label_space or saved.get("label_space"))
+
+
+class FixedBatch(nn.Module):
+    """Runs a program exported with a static batch size on any batch, in padded chunks of that size."""
+
+    def __init__(self, module: nn.Module, size: int) -> None:
+        super().__init__()
+        self.inner = module
+        self.size = size
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        outs = []
+        for chunk in x.split(self.size):
+            pad = self.size - chunk.shape[0]
+            padded = torch.cat([chunk, chunk.new_zeros((pad, *chunk.shape[1:]))]) if pad else chunk
+            pen, logits = self.inner(padded)
+            outs.append((pen[: chunk.shape[0]], logits[: chunk.shape[0]]))
+        return torch.cat([o[0] for o in outs]), torch.cat([o[1] for o in outs])
+
+
+def _read(path: Path) -> tuple[torch.export.ExportedProgram, dict[str, Any]]:
+    if not path.is_file():
+        raise NotACheckpoint(f"{path.name}: no such file")
+    with open(path, "rb") as f:
+        if f.read(2) != b"PK":
+            raise NotACheckpoint(f"{path.name}: not a torch.export program (not a zip archive)")
+    if not zipfile.is_zipfile(path):
+        raise TruncatedCheckpoint(f"{path.name}: the .pt2 archive is incomplete (truncated file?)")
+    extra = {METADATA_FILE: ""}
+    try:
+        program = torch.export.load(path, extra_files=extra)
+    except Exception as exc:
+        raise BadCheckpoint(f"{path.name}: not a loadable torch.export program ({exc})") from exc
+    try:
+        saved = json.loads(extra[METADATA_FILE]) if extra[METADATA_FILE] else {}
+    except ValueError as exc:
+        raise BadCheckpoint(f"{path.name}: its {METADATA_FILE} is not JSON") from exc
+    return program, saved
+
+
+def _input_shape(module: nn.Module) -> tuple[Any, ...]:
+    """(N, C, H, W) of the program's input; ``None`` where a dimension is dynamic."""
+    graph: Any = module.graph
+    placeholder = next(n for n in graph.nodes if n.op == "placeholder")
+    value = placeholder.meta.get("val")
+    if value is None or value.ndim != 4:
+        raise BadCheckpoint("the program's input is not an image batch (N, C, H, W)")
+    return tuple(d if isinstance(d, int) else None for d in value.shape)
