@@ -51,7 +51,8 @@ def weights_file(model: nn.Module) -> Path:
     name = f"{cfg.get('architecture')}.{cfg.get('tag')}"
     hub_id = cfg.get("hf_hub_id")
     if hub_id:
-        found = _hf_file(hub_id)
+        named = cfg.get("hf_hub_filename")
+        found = _hf_file(hub_id, (named, *_HF_FILES) if named else _HF_FILES)
         if found is not None:
             return found
     url = cfg.get("url")
@@ -62,17 +63,17 @@ def weights_file(model: nn.Module) -> Path:
     raise WeightsNotAvailable(f"timm weights {name} are not in the local caches (HF hub or torch hub)")
 
 
-def _hf_file(hub_id: str) -> Path | None:
+def _hf_file(hub_id: str, filenames: tuple[str, ...]) -> Path | None:
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
-    for filename in _HF_FILES:
+    for filename in filenames:
         cached = try_to_load_from_cache(hub_id, filename)
         if isinstance(cached, str):
             return Path(cached)
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
         return None
-    for filename in _HF_FILES:
+    for filename in filenames:
         try:
             return Path(hf_hub_download(hub_id, filename))
         except (LocalEntryNotFoundError, HFValidationError, OSError):
