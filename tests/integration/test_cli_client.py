@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.triage_fixtures import TriageStack, triage_stack  # noqa: F401  (fixture)
+from tests.integration.triage_fixtures import (  # noqa: F401  (triage_stack is a fixture)
+    TriageStack,
+    place_torchvision_weights,
+    triage_stack,
+)
 
 SCORING = [
     "--dataset",
@@ -138,3 +142,34 @@ def test_submit_status_and_history(
     assert as_csv[0].startswith("id,created_at") and len(as_csv) == len(as_json["items"]) + 1
     table = zootriage(triage_stack, "history", "--sort", "dimension")
     assert table.returncode == 0 and as_json["items"][0]["id"][:8] in table.stdout
+
+
+def test_rank_and_recommend_wait_for_their_jobs(
+    triage_stack: TriageStack,  # noqa: F811
+    checkpoints: tuple[str, str],
+) -> None:
+    ranked = zootriage(triage_stack, "rank", *checkpoints, *SCORING, "--json")
+    assert ranked.returncode == 0, ranked.stderr
+    entries = json.loads(ranked.stdout)["entries"]
+    assert len(entries) == 2 and all(entry["rank"] is not None for entry in entries)
+
+    for seed, weights in enumerate(("IMAGENET1K_V1", "IMAGENET1K_V2")):
+        place_torchvision_weights(triage_stack.torch_home, "mobilenet_v2", weights, seed)
+    tiny = [
+        "--dataset",
+        "builtin:mnist",
+        "--split",
+        "test",
+        "--classes",
+        "2",
+        "--per-class",
+        "4",
+        "--n-t",
+        "20",
+        "--points-per-class",
+        "4",
+    ]
+    recommended = zootriage(triage_stack, "recommend", "mobilenet_v2", *tiny)
+    assert recommended.returncode == 0, recommended.stderr
+    assert "IMAGENET1K_V1" in recommended.stdout and "verdict: " in recommended.stdout
+    assert "ImageNet accuracy picks v2" in recommended.stdout

@@ -41,7 +41,7 @@ _shared: dict[str, Any] = {"users": 0, "value": None}
 
 
 def _start(settings: Settings, folder: Path) -> TriageStack:
-    broker = f"{REDIS_URL}/8"
+    broker = f"{REDIS_URL}/9"
     redis.Redis.from_url(broker, socket_connect_timeout=3).flushdb()
     torch_home = folder / "torch"
     own = settings.model_copy(update={"broker_url": broker, "upload_limit_bytes": UPLOAD_LIMIT})
