@@ -81,6 +81,10 @@ def test_a_job_runs_end_to_end(http: httpx.Client, model: dict[str, Any], databa
     names = {spec.name for spec in list_markers()}
     assert {m["name"] for m in run["markers"]} == names
     assert count(database_url, Marker, Marker.run_id == run["id"]) == len(names)
+    metrics = http.get("/metrics").text
+    assert 'zootriage_jobs{status="succeeded"} 1.0' in metrics
+    assert "zootriage_job_duration_seconds_count 1.0" in metrics
+    assert 'route="/v1/jobs/{job_id}",status="200"' in metrics
 
 
 def test_history_filters_and_pages_real_runs(http: httpx.Client, model: dict[str, Any]) -> None:
