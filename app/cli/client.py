@@ -44,6 +44,9 @@ Split = Annotated[str | None, typer.Option(help="dataset split (default: the dat
 Seed = Annotated[int, typer.Option(help="seed of the sampling and of the markers")]
 NT = Annotated[int, typer.Option("--n-t", help="GLUE draws")]
 PointsPerClass = Annotated[int, typer.Option(help="GLUE points per class")]
+Repeats = Annotated[
+    int, typer.Option(min=1, help="GLUE repeats: markers get a std, verdicts need margins over it")
+]
 Timeout = Annotated[float, typer.Option(help="seconds to wait for the answer")]
 AsJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -124,6 +127,7 @@ class Scoring:
     seed: int
     n_t: int
     points_per_class: int
+    repeats: int
 
     def body(self) -> dict[str, Any]:
         from core.data.refs import parse_dataset_ref
@@ -134,7 +138,12 @@ class Scoring:
             "seed": self.seed,
             "split": self.split,
         }
-        protocol = {"n_t": self.n_t, "seed": self.seed, "points_per_class": self.points_per_class}
+        protocol = {
+            "n_t": self.n_t,
+            "seed": self.seed,
+            "points_per_class": self.points_per_class,
+            "repeats": self.repeats,
+        }
         dataset = parse_dataset_ref(self.dataset).model_dump(mode="json")
         return {"dataset": dataset, "sampling": sampling, "protocol": protocol}
 
@@ -145,6 +154,7 @@ class Scoring:
             "seed": self.seed,
             "n_t": self.n_t,
             "points_per_class": self.points_per_class,
+            "repeats": self.repeats,
         }
         return {
             **query,
@@ -230,11 +240,12 @@ def submit(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
+    repeats: Repeats = 1,
 ) -> None:
     """Queue a scoring job; prints the job id (or the run id when it was already computed)."""
     with _errors_exit():
         client = Client(url, api_key)
-        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class)
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         answer = client.call("POST", "/v1/jobs", json={"model": model_json(client, model), **scoring.body()})
         if answer.status_code == 200:
             out.print(f"already computed: run {answer.json()['id']}")
@@ -300,13 +311,14 @@ def recommend(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
+    repeats: Repeats = 1,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
     """v1, v2 or undecided for ARCH by the paper's rule, beside the ImageNet-accuracy pick."""
     with _errors_exit():
         client = Client(url, api_key)
-        query = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class).query()
+        query = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats).query()
         answer = answered(
             client, lambda: client.call("GET", f"/v1/recommendations/{arch}", params=query), timeout
         )
@@ -341,13 +353,14 @@ def rank(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
+    repeats: Repeats = 1,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
     """Rank candidate weights by geometry, beside the ID-accuracy and LogME orders."""
     with _errors_exit():
         client = Client(url, api_key)
-        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class)
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body()}
         answer = answered(client, lambda: client.call("POST", "/v1/rankings", json=body), timeout)
         if as_json:
@@ -393,13 +406,14 @@ def gate(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
+    repeats: Repeats = 1,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
     """Gate a candidate against a baseline: exit 0 when every rule passes, 1 when one fails, 2 on error."""
     with _errors_exit():
         client = Client(url, api_key)
-        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class)
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         body = {
             "candidate": model_json(client, candidate),
             "baseline": model_json(client, baseline),

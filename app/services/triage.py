@@ -116,8 +116,10 @@ def label_of(ref: AnyModelRef) -> str:
 def gather(
     session: Session, settings: Settings, models: Mapping[str, AnyModelRef], scoring: Scoring
 ) -> Gathered:
+    """Each model's stored run, or its job (queued now or already running). Two labels naming the same
+    weights (``DEFAULT`` and the member it stands for) share one job."""
     runs: dict[str, Run] = {}
-    jobs: list[Job] = []
+    jobs: dict[uuid.UUID, Job] = {}
     for label, model in models.items():
         request = JobRequest(
             model=model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol
@@ -126,9 +128,9 @@ def gather(
         if submitted.run is not None:
             runs[label] = submitted.run
         elif submitted.job is not None:
-            jobs.append(submitted.job)
+            jobs[submitted.job.id] = submitted.job
     markers = markers_of(session, [run.id for run in runs.values()]) if not jobs else {}
-    return Gathered(runs, jobs, markers)
+    return Gathered(runs, list(jobs.values()), markers)
 
 
 # --- recommendations -----------------------------------------------------------------------------------
