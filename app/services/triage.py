@@ -297,16 +297,19 @@ def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
     return run
 
 
-def _check_comparable(candidate: Run, baseline: Run, scoring: Scoring) -> None:
-    """Only runs of one dataset sample under one protocol are compared (shared/ARCHITECTURE.md)."""
-    sampling = scoring.sampling.model_dump(mode="json")
-    for side, run in (("candidate", candidate), ("baseline", baseline)):
-        if run.sampling != sampling or run.protocol != scoring.protocol:
-            raise ApiError(
-                422,
-                "incomparable_runs",
-                f"the {side} run {run.id} was scored under another sampling or protocol than this gate's",
-            )
+def _check_scored_alike(run: Run, side: str, scoring: Scoring) -> None:
+    """A stored run is only compared under the gate's own sampling and protocol: checked before
+    anything is queued for the other side, so a mismatch costs no scoring."""
+    if run.sampling != scoring.sampling.model_dump(mode="json") or run.protocol != scoring.protocol:
+        raise ApiError(
+            422,
+            "incomparable_runs",
+            f"the {side} run {run.id} was scored under another sampling or protocol than this gate's",
+        )
+
+
+def _check_same_sample(candidate: Run, baseline: Run) -> None:
+    """Only runs of one dataset sample are compared (shared/ARCHITECTURE.md)."""
     if candidate.dataset_fingerprint != baseline.dataset_fingerprint:
         raise ApiError(
             422,
@@ -331,13 +334,14 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
     for side, subject in (("candidate", body.candidate), ("baseline", body.baseline)):
         if isinstance(subject, StoredRun):
             runs[side] = _stored_run(session, subject, side)
+            _check_scored_alike(runs[side], side, scoring)
         else:
             models[side] = subject
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
     runs.update(gathered.runs)
-    _check_comparable(runs["candidate"], runs["baseline"], scoring)
+    _check_same_sample(runs["candidate"], runs["baseline"])
     markers = markers_of(session, [runs["candidate"].id, runs["baseline"].id])
     candidate, baseline = (record_of(side, markers[runs[side].id]) for side in ("candidate", "baseline"))
     result = evaluate_gate(candidate, baseline, rules)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 
-from app.db.models import Gate, Marker, Run
+from app.db.models import Gate, Job, Marker, Run
 from app.db.session import session_scope
 from app.settings import Settings
 from core.data.open import open_dataset
@@ -52,6 +52,7 @@ def stored_run(
     model: dict[str, Any] | None = None,
     protocol: Protocol = PROTOCOL,
     fingerprint: str | None = None,
+    stds: dict[str, float] | None = None,
 ) -> uuid.UUID:
     run = Run(
         run_key=hashlib.sha256(label.encode()).hexdigest(),
@@ -71,7 +72,7 @@ def stored_run(
             Marker(
                 name=name,
                 value=value,
-                std=None,
+                std=(stds or {}).get(name),
                 applicable=value is not None,
                 reason=None if value is not None else "n/a",
                 version="1",
@@ -83,6 +84,11 @@ def stored_run(
         session.add(run)
         session.flush()
         return run.id
+
+
+def count_jobs(database_url: str) -> int:
+    with session_scope(database_url) as session:
+        return len(session.scalars(select(Job)).all())
 
 
 def gate_body(candidate: uuid.UUID, baseline: uuid.UUID, rules: list[str]) -> dict[str, Any]:
@@ -146,6 +152,17 @@ def test_gate_errors(api: TestClient, database_url: str) -> None:
     assert (unknown.status_code, unknown.json()["code"]) == (404, "run_not_found")
     mixed = api.post("/v1/gates", json=gate_body(other, base, ["dimension: min 1"]))
     assert (mixed.status_code, mixed.json()["code"]) == (422, "incomparable_runs")
+    elsewhere = stored_run(database_url, "elsewhere", {"dimension": 2.0}, fingerprint="0" * 64)
+    moved = api.post("/v1/gates", json=gate_body(elsewhere, base, ["dimension: min 1"]))
+    assert (moved.status_code, moved.json()["code"]) == (422, "incomparable_runs")
+    assert "different dataset samples" in moved.json()["message"]
+    model_vs_other = {
+        **gate_body(other, other, ["dimension: min 1"]),
+        "candidate": {"source": "timm", "name": "x"},
+    }
+    refused = api.post("/v1/gates", json=model_vs_other)  # refused before the candidate is looked at
+    assert (refused.status_code, refused.json()["code"]) == (422, "incomparable_runs")
+    assert count_jobs(database_url) == 0
     assert api.get(f"/v1/gates/{uuid.uuid4()}").json()["code"] == "gate_not_found"
     assert api.post("/v1/gates", json={**gate_body(base, base, []), "rules": []}).status_code == 422
     assert api.get("/v1/gates?cursor=garbage").json()["code"] == "invalid_cursor"
@@ -213,3 +230,14 @@ def test_write_access_applies(api: TestClient, settings: Settings) -> None:
     assert (denied.status_code, denied.json()["code"]) == (401, "unauthorized")
     allowed = api.get(f"/v1/recommendations/resnet18?{QUERY}", headers={"X-API-Key": key})
     assert allowed.json()["code"] == "no_v1_v2_pair"
+
+
+def test_recommendation_within_the_noise_of_repeats_is_undecided(api: TestClient, database_url: str) -> None:
+    noise = {"dimension": 0.5, "utilization": 0.01}
+    for weights, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3)):
+        model = {"source": "torchvision", "arch": "regnet_x_400mf", "weights": weights}
+        stored_run(database_url, weights, {"dimension": d, "utilization": u}, model=model, stds=noise)
+    items = api.get(f"/v1/recommendations?{QUERY}&limit=100").json()["items"]
+    regnet = next(item for item in items if item["architecture"] == "regnet_x_400mf")
+    assert regnet["verdict"] == "undecided" and "noise" in regnet["reason"]
+    assert regnet["picks_agree"] is None
