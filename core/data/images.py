@@ -133,7 +133,7 @@ def fit(picture: Picture, pre: Preprocess) -> torch.Tensor:
         if tuple(tensor.shape[-2:]) != pre.crop:
             tensor = F.resize(tensor, list(pre.crop), interpolation=interpolation, antialias=pre.antialias)
         return tensor
-    size = [pre.resize] if pre.resize_mode == "shorter" else [pre.resize, pre.resize]
+    size = [pre.resize] if isinstance(pre.resize, int) else list(pre.resize)
     tensor = F.resize(tensor, size, interpolation=interpolation, antialias=pre.antialias)
     return F.center_crop(tensor, list(pre.crop))
 

@@ -20,15 +20,14 @@ Interpolation = Literal["nearest", "bilinear", "bicubic"]
 
 
 class Preprocess(BaseModel):
-    """``resize`` is the target of the shorter side (``resize_mode="shorter"``) or of both sides
-    (``"squash"``) before the centre crop; ``None`` resizes straight to ``crop``."""
+    """Before the centre crop, ``resize`` sets the shorter side (an int, aspect kept) or both sides
+    (``(height, width)``); ``None`` resizes straight to ``crop``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     channels: Literal[1, 3] = 3
     crop: tuple[int, int] = (224, 224)
-    resize: int | None = 256
-    resize_mode: Literal["shorter", "squash"] = "shorter"
+    resize: int | tuple[int, int] | None = 256
     interpolation: Interpolation = "bilinear"
     mean: tuple[float, ...] = IMAGENET_MEAN
     std: tuple[float, ...] = IMAGENET_STD
@@ -38,7 +37,8 @@ class Preprocess(BaseModel):
     def _check(self) -> Preprocess:
         if len(self.mean) != self.channels or len(self.std) != self.channels:
             raise ValueError(f"mean and std need {self.channels} values, one per channel")
-        too_small = min(self.crop) < 1 or (self.resize is not None and self.resize < 1)
+        sizes = () if self.resize is None else (self.resize,) if isinstance(self.resize, int) else self.resize
+        too_small = min(self.crop) < 1 or any(size < 1 for size in sizes)
         if too_small or any(s <= 0 for s in self.std):
             raise ValueError("std, crop and resize must be positive")
         return self
@@ -59,17 +59,17 @@ def from_torchvision(transforms: Any) -> Preprocess:
 
 
 def from_timm(config: dict[str, Any]) -> Preprocess:
-    """From timm's resolved data config: the eval transform resizes to ``floor(size / crop_pct)``
-    (shorter side for ``crop_mode="center"``, both sides for ``"squash"``) and centre-crops ``size``."""
+    """From timm's resolved data config: the eval transform resizes to ``floor(size / crop_pct)`` (the
+    shorter side for a square input with ``crop_mode="center"``, else both sides) and centre-crops."""
     channels, height, width = config["input_size"]
     crop_pct = config.get("crop_pct") or 1.0
-    scale = math.floor(max(height, width) / crop_pct)
+    scaled = (math.floor(height / crop_pct), math.floor(width / crop_pct))
+    square = height == width and config.get("crop_mode", "center") == "center"
     interpolation = config.get("interpolation", "bilinear")
     return Preprocess(
         channels=channels,
         crop=(height, width),
-        resize=scale,
-        resize_mode="squash" if config.get("crop_mode") == "squash" else "shorter",
+        resize=scaled[0] if square else scaled,
         interpolation=interpolation if interpolation in ("nearest", "bilinear", "bicubic") else "bilinear",
         mean=tuple(config["mean"]),
         std=tuple(config["std"]),

@@ -9,6 +9,7 @@ import pytest
 import timm
 import torch
 from safetensors.torch import save_file
+from torchvision.transforms.functional import to_pil_image
 
 from core.data.builtin import open_builtin
 from core.data.images import FittedImages, fit
@@ -16,7 +17,9 @@ from core.data.refs import Sampling
 from core.data.sampling import sample
 from core.errors import UnknownModel, WeightsNotAvailable
 from core.features import extract
+from core.zoo import timm_zoo
 from core.zoo.loader import load_model
+from core.zoo.preprocess import from_timm
 from core.zoo.refs import parse_model_ref
 from core.zoo.weights import read_state_dict
 from tests.conftest import SITE
@@ -102,3 +105,17 @@ def test_pretrained_tag_loads_from_the_hugging_face_cache(monkeypatch: pytest.Mo
     x = torch.rand(2, 3, 224, 224)
     with torch.inference_mode():
         torch.testing.assert_close(model.module(x)[1], reference(x))
+
+
+@pytest.mark.parametrize("name", ["resnet50.a1_in1k", "vit_base_patch16_224.augreg2_in21k_ft_in1k"])
+def test_preprocessing_matches_timms_own_eval_transform(name: str) -> None:
+    config = timm.data.resolve_model_data_config(timm_zoo.build(name))
+    pre = from_timm(config)
+    image = open_builtin("foolbox-imagenet", None).loader(4)
+    ours = (fit(image, pre).float() / 255 - torch.tensor(pre.mean).view(3, 1, 1)) / torch.tensor(
+        pre.std
+    ).view(3, 1, 1)
+    theirs = timm.data.create_transform(**config)(to_pil_image(image))
+    assert ours.shape == theirs.shape
+    one_level = 1.01 / 255 / min(pre.std)  # tensor vs PIL resampling: at most one uint8 step apart
+    assert (ours - theirs).abs().max() <= one_level and (ours - theirs).abs().mean() < 1e-3
