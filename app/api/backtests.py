@@ -3,7 +3,7 @@
 The same statistics as the ``study`` and ``backtest`` commands (``core.validate.stats``): Pearson and
 Spearman with bootstrap 95% intervals, pooled and per architecture, and pairwise win rates within an
 architecture, including the geometry rule (D_eff and Ψ_eff both higher). Runs are compared only under
-one protocol, as everywhere in the service.
+one protocol and on one ID dataset, as everywhere in the service.
 """
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ def post_backtest(body: BacktestRequest, session: SessionDep) -> BacktestOut:
             "mixed_protocols",
             f"the runs were scored under {len(protocols)} different "
             "protocols; back-test runs of one protocol at a time",
+        )
+    datasets = {run.dataset_fingerprint for run, _ in found.values()}
+    if len(datasets) > 1:
+        raise ApiError(
+            422,
+            "mixed_datasets",
+            f"the runs were scored on {len(datasets)} different ID datasets; "
+            "back-test runs scored on one dataset",
         )
     if body.markers is not None:
         known = {name for _, values in found.values() for name in values}

@@ -107,6 +107,8 @@ def geometry_markers(
 def model_markers(
     model: Classifier, data: StudyData, config: StudyConfig, device: torch.device
 ) -> dict[str, float | None]:
+    """Every registered non-geometry marker (features and logits of the ID marker sample) and the GLUE
+    capacity, D_eff, R_eff and Ψ_eff of every variant; ``None`` where a marker is not applicable."""
     feats, logits = forward(model, data.markers[0], device=device)
     x, y = feats.double().numpy(), data.markers[1].numpy()
     names = [spec.name for spec in list_markers() if spec.group != "geometry"]
@@ -119,6 +121,8 @@ def model_markers(
 def model_outcomes(
     model: Classifier, data: StudyData, config: StudyConfig, c: float, device: torch.device
 ) -> dict[str, float]:
+    """The OOD probe accuracy on Animal-MNIST at the study's fixed C, and the model's own accuracy on
+    each corruption of the shift sample."""
     outcomes = {OOD_SET: probe_accuracy(_probe_split(model, data, device), c, device=device)}
     images, labels = data.shift
     for kind, severity in sorted(config.shifts.items()):

@@ -84,3 +84,14 @@ def test_runs_of_different_protocols_are_not_compared(client: TestClient, clean_
         ids = [str(run.id) for run in runs]
     response = client.post("/v1/backtests", json={"outcomes": {i: 0.5 for i in ids}})
     assert response.status_code == 422 and response.json()["code"] == "mixed_protocols"
+
+
+def test_runs_scored_on_different_datasets_are_not_compared(client: TestClient, clean_db: str) -> None:
+    runs = [fake_run(i, markers={"dimension": float(i)}) for i in range(3)]
+    runs[2].dataset_fingerprint = "f" * 64
+    with session_scope(clean_db) as session:
+        session.add_all(runs)
+        session.flush()
+        ids = [str(run.id) for run in runs]
+    response = client.post("/v1/backtests", json={"outcomes": {i: 0.5 for i in ids}})
+    assert response.status_code == 422 and response.json()["code"] == "mixed_datasets"
