@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
 BAD_INPUT = 2
 MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 or a JSON object"
-DATASET_HELP = "builtin:NAME, folder:PATH, torchvision:CLASS:PATH, archive:PATH (under --data-root) or JSON"
+DATASET_HELP = (
+    "builtin:NAME (mnist, animal-mnist, digits, foolbox-imagenet), folder:PATH, torchvision:CLASS:PATH, "
+    "archive:PATH (paths under --data-root) or a JSON object"
+)
 
 
 def score(
@@ -36,7 +39,9 @@ def score(
     centering: Annotated[str, typer.Option(help="none or global")] = "none",
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:1, ...")] = "auto",
     batch_size: Annotated[int, typer.Option(help="images per forward pass")] = 64,
-    data_root: Annotated[list[Path] | None, typer.Option(help="folder datasets may be read under")] = None,
+    data_root: Annotated[
+        list[Path] | None, typer.Option(help="where datasets may be read (repeatable; default: .)")
+    ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="feature cache folder")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
