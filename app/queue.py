@@ -29,6 +29,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "data_folder_in": str(folder),
             "data_folder_out": str(folder),
             "processed_folder": str(folder / "processed"),
+            "control_folder": str(folder / "control"),
             "store_processed": False,
             "polling_interval": 0.1,
         }
