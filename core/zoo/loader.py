@@ -14,7 +14,7 @@ from core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_out
 from core.zoo.preprocess import Preprocess, from_torchvision
 from core.zoo.programs import load_program
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
-from core.zoo.state_dicts import head_classes, load_strict
+from core.zoo.state_dicts import head_classes, load_strict, replace_head
 from core.zoo.weights import read_state_dict, sha256_file
 
 IMAGENET_1K = "imagenet-1k"
@@ -88,14 +88,15 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
     assert ref.architecture is not None
     path = Path(ref.path)
     state = read_state_dict(path)
+    module: nn.Module
     if ref.library == "torchvision":
-        with torch.device("meta"):  # structure only, to find the head's name
-            default = torchvision_zoo.build(ref.architecture, 1000)
-        classes = head_classes(state, find_output_linear(default, (3, 224, 224)), path)
-        model = torchvision_zoo.build(ref.architecture, classes)
+        model = torchvision_zoo.build(ref.architecture, 1000)
         preprocess = ref.preprocess or _torchvision_default_preprocess(ref.architecture)
+        head = find_output_linear(model, (preprocess.channels, *preprocess.crop))
+        classes = head_classes(state, head, path)
+        replace_head(model, head, classes)
         load_strict(model, state, path.name)
-        module, where = _head_input(model.eval(), preprocess)
+        module, where = HeadInputPenultimate(model.eval(), model.get_submodule(head)), f"input of {head}"
     else:
         model = timm_zoo.build(ref.architecture)
         classes = head_classes(state, timm_zoo.head_name(model), path)

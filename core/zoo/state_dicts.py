@@ -39,6 +39,20 @@ def head_classes(state: dict[str, torch.Tensor], head: str, path: Path) -> int:
     return int(weight.shape[0])
 
 
+def replace_head(model: nn.Module, head: str, classes: int) -> None:
+    """Give the ``nn.Linear`` named ``head`` ``classes`` outputs (a fresh layer; the state_dict fills it).
+
+    Resizing in place keeps one generic path for every architecture, where rebuilding with
+    ``num_classes`` would depend on each builder's arguments.
+    """
+    old = model.get_submodule(head)
+    assert isinstance(old, nn.Linear)
+    if old.out_features != classes:
+        parent, _, name = head.rpartition(".")
+        layer = nn.Linear(old.in_features, classes, bias=old.bias is not None)
+        setattr(model.get_submodule(parent), name, layer)
+
+
 def _few(items: list[str], limit: int = 5) -> str:
     more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
     return ", ".join(items[:limit]) + more

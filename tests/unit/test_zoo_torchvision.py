@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import torchvision
+from safetensors.torch import save_file
 from torchvision.transforms.functional import to_pil_image
 
 from core.data.builtin import open_builtin
@@ -93,3 +94,15 @@ def test_unknown_names() -> None:
         load_model(parse_model_ref("tv:resnet19.IMAGENET1K_V1"))
     with pytest.raises(UnknownModel, match="has no weights 'IMAGENET1K_V3'"):
         load_model(parse_model_ref("tv:resnet18.IMAGENET1K_V3"))
+
+
+@pytest.mark.parametrize(("arch", "classes"), [("regnet_y_400mf", 5), ("mobilenet_v3_large", 3)])
+def test_state_dict_with_its_own_class_count(tmp_path: Path, arch: str, classes: int) -> None:
+    torch.manual_seed(1)
+    reference = torchvision.models.get_model(arch, num_classes=classes).eval()
+    save_file(reference.state_dict(), tmp_path / "w.safetensors")
+    model = load_model(parse_model_ref(f"tv:{arch}@{tmp_path / 'w.safetensors'}"))
+    assert model.info.num_classes == classes and model.info.label_space is None
+    x = torch.rand(2, 3, 224, 224)
+    with torch.inference_mode():
+        torch.testing.assert_close(model.module(x)[1], reference(x))
