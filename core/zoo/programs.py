@@ -8,16 +8,22 @@ program's input shape sets channels and size, and pixels are only scaled to [0, 
 from __future__ import annotations
 
 import json
+import pickle
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import torch
 from pydantic import ValidationError
 from torch import nn
+from torch.export.pt2_archive import _package
 
-from core.errors import BadCheckpoint, NotACheckpoint, TruncatedCheckpoint
+from core.errors import BadCheckpoint, CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
 from core.zoo.penultimate import exported_penultimate
 from core.zoo.preprocess import Preprocess
 
@@ -86,14 +92,61 @@ def _read(path: Path) -> tuple[torch.export.ExportedProgram, dict[str, Any]]:
         raise TruncatedCheckpoint(f"{path.name}: the .pt2 archive is incomplete (truncated file?)")
     extra = {METADATA_FILE: ""}
     try:
-        program = torch.export.load(path, extra_files=extra)
+        with _tensors_only():
+            program = torch.export.load(path, extra_files=extra)
     except Exception as exc:
+        if _refused(exc):
+            raise CheckpointNeedsCode(
+                f"{path.name}: the program holds pickled objects that need code to load, refused"
+            ) from exc
         raise BadCheckpoint(f"{path.name}: not a loadable torch.export program ({exc})") from exc
     try:
         saved = json.loads(extra[METADATA_FILE]) if extra[METADATA_FILE] else {}
     except ValueError as exc:
         raise BadCheckpoint(f"{path.name}: its {METADATA_FILE} is not JSON") from exc
     return program, saved
+
+
+class _Refused(pickle.UnpicklingError):
+    pass
+
+
+def _refuse(*_args: object, **_kwargs: object) -> None:
+    raise _Refused("arbitrary pickles are not loaded from uploaded programs")
+
+
+@contextmanager
+def _tensors_only() -> Iterator[None]:
+    """While a program loads, every ``torch.load`` runs with ``weights_only=True`` and plain pickles
+    are refused.
+
+    ``torch.export.load`` (torch 2.14) unpickles some payloads with ``weights_only=False`` (pickled
+    weights and constants, and as a fallback its sample inputs) and opaque constants with
+    ``pickle.loads``: a crafted ``.pt2`` could run code. The patch only makes loading stricter, so a
+    concurrent ``torch.load`` elsewhere in the process is at worst refused, never loosened.
+    """
+    real_load = torch.load
+
+    def strict_load(*args: Any, **kwargs: Any) -> Any:
+        kwargs["weights_only"] = True
+        return real_load(*args, **kwargs)
+
+    with (
+        mock.patch.object(torch, "load", strict_load),
+        mock.patch.object(torch._C, "_pickle_load_obj", _refuse),
+        mock.patch.object(_package, "pickle", SimpleNamespace(loads=_refuse)),
+    ):
+        yield
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the failure, or one it was raised from, is a refused unpickling."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, pickle.UnpicklingError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _input_shape(module: nn.Module) -> tuple[Any, ...]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -156,3 +159,30 @@ def test_program_metadata_travels_with_the_file(tmp_path: Path) -> None:
     wrong = export_program(LeNet5(), tmp_path / "w.pt2", {"channels": 1, "crop": [28, 28]}, None)
     with pytest.raises(BadCheckpoint, match="no usable preprocessing"):  # 3 ImageNet means for 1 channel
         load_model(CheckpointRef(path=str(wrong)))
+
+
+class _Payload:
+    """Unpickling this creates a folder: the stand-in for code a crafted upload would run."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.makedirs, (str(self.marker),)
+
+
+def test_program_with_a_code_pickle_is_refused_without_running_it(
+    digit_programs: dict[str, Path], tmp_path: Path
+) -> None:
+    """torch.export.load falls back to weights_only=False for its sample inputs; we never let it."""
+    marker = tmp_path / "ran"
+    payload = io.BytesIO()
+    torch.save(_Payload(marker), payload)
+    crafted = tmp_path / "crafted.pt2"
+    with zipfile.ZipFile(digit_programs["ccexam"]) as source, zipfile.ZipFile(crafted, "w") as target:
+        for info in source.infolist():
+            swap = info.filename.endswith("data/sample_inputs/model.pt")
+            target.writestr(info, payload.getvalue() if swap else source.read(info))
+    with pytest.raises(CheckpointNeedsCode, match="need code"):
+        load_model(CheckpointRef(path=str(crafted)))
+    assert not marker.exists()
