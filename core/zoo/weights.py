@@ -80,7 +80,10 @@ def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
             raise NotACheckpoint(f"{path.name}: not a safetensors file (header is not JSON)") from exc
     if not isinstance(header, dict):
         raise NotACheckpoint(f"{path.name}: not a safetensors file (header is not a JSON object)")
-    end = max((e["data_offsets"][1] for k, e in header.items() if k != "__metadata__"), default=0)
+    try:
+        end = max((int(e["data_offsets"][1]) for k, e in header.items() if k != "__metadata__"), default=0)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise NotACheckpoint(f"{path.name}: not a safetensors file (malformed tensor table)") from exc
     if 8 + header_len + end > size:
         raise TruncatedCheckpoint(
             f"{path.name}: {size} bytes, but its header describes {8 + header_len + end}"
