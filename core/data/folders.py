@@ -88,7 +88,7 @@ def open_torchvision(
     loader = TorchvisionLoader(name, kwargs)
     try:
         dataset = loader.dataset()
-    except (RuntimeError, OSError, ValueError) as exc:
+    except (RuntimeError, OSError, ValueError, TypeError) as exc:  # TypeError: needs other arguments
         raise UnknownDataset(f"{name} cannot read {relative!r}: {exc}") from exc
     targets = getattr(dataset, "targets", None)
     targets = getattr(dataset, "labels", None) if targets is None else targets
