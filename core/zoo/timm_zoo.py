@@ -22,7 +22,7 @@ from core.zoo.preprocess import Preprocess, from_timm
 _HF_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
-def build(name: str, num_classes: int | None = None) -> nn.Module:
+def build(name: str) -> nn.Module:
     """``name`` (``arch`` or ``arch.tag``) with random weights; the tag selects the pretrained config."""
     arch = name.partition(".")[0]
     if not timm.is_model(arch):
@@ -30,8 +30,7 @@ def build(name: str, num_classes: int | None = None) -> nn.Module:
     if "." in name and name not in timm.list_pretrained(arch + ".*"):
         tags = ", ".join(timm.list_pretrained(arch + ".*")) or "none"
         raise UnknownModel(f"timm has no pretrained tag {name!r} (known: {tags})")
-    kwargs: dict[str, Any] = {} if num_classes is None else {"num_classes": num_classes}
-    model: nn.Module = timm.create_model(name, pretrained=False, **kwargs)
+    model: nn.Module = timm.create_model(name, pretrained=False)
     return model
 
 
