@@ -217,7 +217,10 @@ def run_study(
         if path.exists():
             say(f"[{i}/{len(specs)}] {spec.name}: done before, skipped")
         else:
-            say(f"[{i}/{len(specs)}] {spec.name}: training")
+            resumed = (out / "checkpoints" / f"{spec.name}.pt").exists()
+            say(
+                f"[{i}/{len(specs)}] {spec.name}: {'resuming from its checkpoint' if resumed else 'training'}"
+            )
             result = _evaluate(spec, data, config, out, dev, say)
             path.write_text(json.dumps(result, indent=2))
             kept = "kept" if result["kept"] else f"dropped ({result['dropped_because']})"
