@@ -157,13 +157,17 @@ def test_an_idempotency_key_replays_the_first_answer(http: httpx.Client, model: 
 def test_a_worker_killed_mid_job_loses_nothing(
     http: httpx.Client, model: dict[str, Any], stack: Stack, database_url: str
 ) -> None:
-    posted = http.post("/v1/jobs", json=job_body(model, seed=5, per_class=150))
+    posted = http.post("/v1/jobs", json=job_body(model, seed=5, per_class=250))
     assert posted.status_code == 202
     location = posted.headers["location"]
     deadline = time.monotonic() + 120
-    while True:
+    while True:  # wait until some batches are through: mid-extraction, not at its very start
         state = http.get(location).json()
-        if state["status"] == "running" and state["progress"]["stage"] == "extract":
+        if (
+            state["status"] == "running"
+            and state["progress"]["stage"] == "extract"
+            and state["progress"]["done"]
+        ):
             break
         assert state["status"] in {"queued", "running"} and time.monotonic() < deadline, state
         time.sleep(0.02)
@@ -201,3 +205,26 @@ def test_bad_input_found_by_the_worker_fails_the_job_without_retry(
     assert job["error"]["code"] == "checkpoint_key_mismatch"
     assert job["attempts"] == 1
     assert job["run_id"] is None
+
+
+def test_cancelling_a_running_job_stops_it_before_a_run_is_stored(
+    http: httpx.Client, model: dict[str, Any], database_url: str
+) -> None:
+    posted = http.post("/v1/jobs", json=job_body(model, seed=6, per_class=160))  # a new sample: no cache
+    location = posted.headers["location"]
+    deadline = time.monotonic() + 120
+    while (state := http.get(location).json())["progress"]["stage"] != "extract":
+        assert state["status"] in {"queued", "running"} and time.monotonic() < deadline, state
+        time.sleep(0.02)
+    cancelled = http.delete(location)
+    assert cancelled.status_code == 200, cancelled.text
+    assert cancelled.json()["status"] == "cancelled"
+    # The worker takes jobs one at a time: once the next one is done, it has let go of the cancelled one.
+    after = http.post("/v1/jobs", json=job_body(model, seed=7))
+    assert wait(http, after.headers["location"])[0]["status"] == "succeeded"
+    job, _ = wait(http, location)
+    assert job["status"] == "cancelled"
+    assert job["run_id"] is None
+    with session_scope(database_url) as session:
+        key = session.scalar(select(Job.run_key).where(Job.id == posted.json()["id"]))
+    assert count(database_url, Run, Run.run_key == key) == 0
