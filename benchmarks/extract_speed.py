@@ -5,7 +5,7 @@ resize and crop, uint8 transfer, normalisation, forward) against the same model'
 pre-made normalised tensors, same batch size. The goal is a ratio ≥ 0.8 on the CPU. Weights are random
 (speed does not depend on their values); the images are foolbox's ImageNet samples, repeated.
 
-    .venv/bin/python benchmarks/extract_speed.py [--models resnet18 resnet50] [--images 192] [--rounds 3]
+    .venv/bin/python benchmarks/extract_speed.py [--models resnet18 resnet50] [--images 128] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ def pipeline(model: torch.nn.Module, dataset: FittedImages, batch: int, device: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["resnet18", "resnet50"])
-    parser.add_argument("--images", type=int, default=192)
+    parser.add_argument("--images", type=int, default=128)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default=None)
     args = parser.parse_args()
     device = resolve_device(args.device)
@@ -78,13 +78,18 @@ def main() -> None:
         dataset = FittedImages(images, indices, preprocess)
         made = torch.randn(args.images, 3, *preprocess.crop)
         batches = list(made.split(args.batch))
-        forwards, wholes = [], []
-        for _ in range(args.rounds):  # interleaved, so load from other work hits both sides alike
-            forwards.append(bare_forward(module, batches, device))
-            wholes.append(pipeline(module, dataset, args.batch, device))
-        forward, whole = float(np.median(forwards)), float(np.median(wholes))
-        print(f"{arch:10s} {preprocess.crop[0]}px: extraction {whole:7.1f} img/s, "
-              f"bare forward {forward:7.1f} img/s (medians of {args.rounds}), ratio {whole / forward:.2f}")
+        ratios, forwards, wholes = [], [], []
+        for k in range(args.rounds):  # paired, alternating order: drifting load from other work cancels
+            first_bare = k % 2 == 0
+            forward = bare_forward(module, batches, device) if first_bare else None
+            whole = pipeline(module, dataset, args.batch, device)
+            forward = forward if forward is not None else bare_forward(module, batches, device)
+            ratios.append(whole / forward)
+            forwards.append(forward)
+            wholes.append(whole)
+        print(f"{arch:10s} {preprocess.crop[0]}px: extraction {np.median(wholes):6.1f} img/s, bare forward "
+              f"{np.median(forwards):6.1f} img/s; ratio median {np.median(ratios):.2f} "
+              f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 if __name__ == "__main__":
     main()
