@@ -27,6 +27,7 @@ import torch
 
 from core.device import resolve_device
 from core.glue_geometry import effective_geometry
+from core.inputs import class_labels, finite_matrix
 from core.nnls import solve_batched, solve_reference
 
 Centering = Literal["none", "global"]
@@ -134,31 +135,9 @@ def analyze(
 
 def validate_inputs(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Check the data once at the boundary; return float64 features, class indices 0..P−1 and P."""
-    if isinstance(features, torch.Tensor):
-        features = features.detach().cpu().numpy()
-    if isinstance(labels, torch.Tensor):
-        labels = labels.detach().cpu().numpy()
-    x = np.asarray(features, dtype=np.float64)
-    y = np.asarray(labels)
-    if x.ndim != 2:
-        raise ValueError(f"features must be a 2-D array (samples × features), got shape {x.shape}")
-    if x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"features are empty (shape {x.shape})")
-    if y.ndim != 1:
-        raise ValueError(f"labels must be a 1-D array, got shape {y.shape}")
-    if y.shape[0] != x.shape[0]:
-        raise ValueError(f"features have {x.shape[0]} rows but labels have {y.shape[0]} entries")
-    if not np.isfinite(x).all():
-        bad = int((~np.isfinite(x)).any(axis=1).sum())
-        raise ValueError(f"features contain NaN or inf values (in {bad} rows)")
-    values, classes = np.unique(y, return_inverse=True)
-    if values.size < 2:
-        raise ValueError(f"need at least 2 classes, got {values.size}")
-    counts = np.bincount(classes)
-    if counts.min() < 2:
-        lonely = [str(v) for v, c in zip(values, counts, strict=True) if c < 2][:5]
-        raise ValueError(f"every class needs at least 2 points; classes with one point: {', '.join(lonely)}")
-    return x, classes.astype(np.int64), int(values.size)
+    x = finite_matrix("features", features)
+    _, classes = class_labels(labels, x.shape[0])
+    return x, classes, int(classes.max()) + 1
 
 
 def _check_options(

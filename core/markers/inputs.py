@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
+
+from core.inputs import class_labels, finite_matrix
 
 
 @dataclass(frozen=True)
@@ -21,27 +22,6 @@ class MarkerInputs:
     logit_labels: np.ndarray | None
 
 
-def _to_numpy(name: str, value: Any, dtype: type | None) -> np.ndarray:
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    try:
-        return np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} cannot be read as a numeric array: {err}") from None
-
-
-def _finite_matrix(name: str, value: Any, n_rows: int | None) -> np.ndarray:
-    array = _to_numpy(name, value, np.float64)
-    if array.ndim != 2 or array.shape[1] == 0:
-        raise ValueError(f"{name} must be a 2-D array (samples × columns), got shape {array.shape}")
-    if n_rows is not None and array.shape[0] != n_rows:
-        raise ValueError(f"{name} have {array.shape[0]} rows but features have {n_rows}")
-    bad = int(np.count_nonzero(~np.isfinite(array).all(axis=1)))
-    if bad:
-        raise ValueError(f"{name} contain NaN or inf values (in {bad} rows)")
-    return array
-
-
 def validate_inputs(features: Any, labels: Any, logits: Any, logits_match_labels: bool) -> MarkerInputs:
     """Check shapes, finiteness and labels; raise ``ValueError`` saying what is wrong.
 
@@ -49,23 +29,9 @@ def validate_inputs(features: Any, labels: Any, logits: Any, logits_match_labels
     manifolds mean nothing otherwise. Labels may be any values (ints, strings); when logits are
     given and ``logits_match_labels`` is true they must be integer column indices of the logits.
     """
-    x = _finite_matrix("features", features, None)
-    y = _to_numpy("labels", labels, None)
-    if y.ndim != 1 or y.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"labels must be 1-D with one entry per feature row ({x.shape[0]}), got shape {y.shape}"
-        )
-    try:
-        values, classes = np.unique(y, return_inverse=True)
-    except TypeError as err:
-        raise ValueError(f"labels must be mutually comparable values (ints or strings): {err}") from None
-    if values.size < 2:
-        raise ValueError(f"need at least 2 classes, got {values.size}")
-    counts = np.bincount(classes)
-    if counts.min() < 2:
-        lonely = [str(v) for v, c in zip(values, counts, strict=True) if c < 2][:5]
-        raise ValueError(f"every class needs at least 2 points; classes with one point: {', '.join(lonely)}")
-    z = None if logits is None else _finite_matrix("logits", logits, x.shape[0])
+    x = finite_matrix("features", features)
+    y, classes = class_labels(labels, x.shape[0])
+    z = None if logits is None else finite_matrix("logits", logits, x.shape[0])
     logit_labels = None
     if z is not None and logits_match_labels:
         if y.dtype.kind not in "iu":
@@ -77,6 +43,4 @@ def validate_inputs(features: Any, labels: Any, logits: Any, logits_match_labels
         if outside:
             raise ValueError(f"labels must index the {z.shape[1]} logit columns; out of range: {outside[:5]}")
         logit_labels = y.astype(np.int64)
-    return MarkerInputs(
-        features=x, classes=classes.astype(np.int64).ravel(), logits=z, logit_labels=logit_labels
-    )
+    return MarkerInputs(features=x, classes=classes, logits=z, logit_labels=logit_labels)

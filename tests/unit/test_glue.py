@@ -222,10 +222,10 @@ def test_all_point_manifolds_have_zero_dimension():
         ({"features": np.ones((5, 3)), "labels": np.array([0, 0, 1, 1, 2])}, "one point: 2"),
         ({"features": np.array([[np.nan, 1], [1, 2], [0, 1], [3, 3]]), "labels": [0, 0, 1, 1]}, "NaN or inf"),
         ({"features": np.array([[np.inf, 1], [1, 2], [0, 1], [3, 3]]), "labels": [0, 0, 1, 1]}, "NaN or inf"),
-        ({"features": np.ones((4, 3)), "labels": np.array([0, 0, 1])}, "4 rows but labels have 3"),
-        ({"features": np.zeros((0, 3)), "labels": np.zeros(0)}, "empty"),
+        ({"features": np.ones((4, 3)), "labels": np.array([0, 0, 1])}, r"one entry per feature row \(4\)"),
+        ({"features": np.zeros((0, 3)), "labels": np.zeros(0)}, "features are empty"),
         ({"features": np.ones(6), "labels": np.zeros(6)}, "2-D"),
-        ({"features": np.ones((4, 2)), "labels": np.zeros((4, 1))}, "1-D"),
+        ({"features": np.ones((4, 2)), "labels": np.zeros((4, 1))}, "labels must be 1-D"),
         ({"features": np.zeros((4, 3)), "labels": [0, 0, 1, 1]}, "all features are zero"),
     ],
 )
