@@ -65,6 +65,15 @@ class Stack:
         self.worker.wait(timeout=30)
         self.worker = None
 
+    def kill_pool_child(self) -> None:
+        """SIGKILL only the process running the task (as the OOM killer would); the worker lives on."""
+        assert self.worker is not None
+        children = subprocess.run(["pgrep", "-P", str(self.worker.pid)], capture_output=True, text=True)
+        pids = [int(pid) for pid in children.stdout.split()]
+        assert pids, "the worker has no pool process"
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
     def stop(self) -> None:
         if self.worker is not None:
             os.killpg(self.worker.pid, signal.SIGTERM)

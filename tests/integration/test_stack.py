@@ -207,6 +207,29 @@ def test_bad_input_found_by_the_worker_fails_the_job_without_retry(
     assert job["run_id"] is None
 
 
+def test_a_pool_process_killed_mid_job_is_rejected_and_rerun(
+    http: httpx.Client, model: dict[str, Any], stack: Stack
+) -> None:
+    """reject_on_worker_lost: the main process hands the message back at once, no timeout to wait for."""
+    posted = http.post("/v1/jobs", json=job_body(model, seed=8, per_class=240))
+    location = posted.headers["location"]
+    deadline = time.monotonic() + 120
+    while True:
+        state = http.get(location).json()
+        if (
+            state["status"] == "running"
+            and state["progress"]["stage"] == "extract"
+            and state["progress"]["done"]
+        ):
+            break
+        assert state["status"] in {"queued", "running"} and time.monotonic() < deadline, state
+        time.sleep(0.02)
+    stack.kill_pool_child()
+    job, _ = wait(http, location)
+    assert job["status"] == "succeeded", job
+    assert job["attempts"] == 2
+
+
 def test_cancelling_a_running_job_stops_it_before_a_run_is_stored(
     http: httpx.Client, model: dict[str, Any], database_url: str
 ) -> None:
