@@ -1,4 +1,4 @@
-"""The task's failure policy, run eagerly: transient errors retry, bad input fails once, with its code."""
+"""The task's failure policy, run eagerly: transient errors retry; bad input and the time limit fail once."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 
 import worker.tasks as tasks
 from app.settings import Settings
@@ -26,8 +27,12 @@ def test_an_unreachable_database_is_retried_until_max_retries(
     assert len(claims) == 1 + tasks.score_job.max_retries
 
 
-def test_bad_input_fails_the_job_once_with_its_code(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("raised", "code"),
+    [(UnknownDataset("no such dataset"), "unknown_dataset"), (SoftTimeLimitExceeded(), "time_limit")],
+)
+def test_bad_input_or_the_time_limit_fail_the_job_once_with_a_code(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, raised: Exception, code: str
 ) -> None:
     job = uuid.uuid4()
     failures: list[tuple[uuid.UUID, str]] = []
@@ -35,7 +40,7 @@ def test_bad_input_fails_the_job_once_with_its_code(
 
     def compute(_settings: Settings, _claimed: Claimed) -> None:
         attempts.append(1)
-        raise UnknownDataset("no such dataset")
+        raise raised
 
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
     monkeypatch.setattr(tasks, "claim", lambda s, j: Claimed(j, "k", {}, time.monotonic()))
@@ -44,4 +49,4 @@ def test_bad_input_fails_the_job_once_with_its_code(
     result = tasks.score_job.apply(args=[str(job)])
     assert result.state == "SUCCESS"
     assert attempts == [1]
-    assert failures == [(job, "unknown_dataset")]
+    assert failures == [(job, code)]
