@@ -65,6 +65,11 @@ class Stack:
         self.worker.wait(timeout=30)
         self.worker = None
 
+    def worker_log_tail(self, lines: int = 40) -> str:
+        """The end of the current worker's log, for assertion messages."""
+        log = self.logs / f"worker-{self.started_workers}.log"
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
     def kill_pool_child(self) -> None:
         """SIGKILL only the process running the task (as the OOM killer would); the worker lives on."""
         assert self.worker is not None

@@ -174,9 +174,9 @@ def test_a_worker_killed_mid_job_loses_nothing(
     stack.kill_worker()
     assert http.get(location).json()["status"] == "running"  # the row still says so: nobody finished it
     stack.start_worker()
-    job, _ = wait(http, location)
-    assert job["status"] == "succeeded", job
-    assert job["attempts"] == 2
+    job, seen = wait(http, location)
+    assert job["status"] == "succeeded", (job, stack.worker_log_tail())
+    assert job["attempts"] == 2, (job, seen, stack.worker_log_tail())
     assert count(database_url, Run, Run.id == job["run_id"]) == 1
     key = http.get(f"/v1/runs/{job['run_id']}").json()["run_key"]
     assert count(database_url, Run, Run.run_key == key) == 1
@@ -225,9 +225,9 @@ def test_a_pool_process_killed_mid_job_is_rejected_and_rerun(
         assert state["status"] in {"queued", "running"} and time.monotonic() < deadline, state
         time.sleep(0.02)
     stack.kill_pool_child()
-    job, _ = wait(http, location)
-    assert job["status"] == "succeeded", job
-    assert job["attempts"] == 2
+    job, seen = wait(http, location)
+    assert job["status"] == "succeeded", (job, stack.worker_log_tail())
+    assert job["attempts"] == 2, (job, seen, stack.worker_log_tail())
 
 
 def test_cancelling_a_running_job_stops_it_before_a_run_is_stored(
