@@ -208,7 +208,7 @@ def test_bad_input_found_by_the_worker_fails_the_job_without_retry(
 
 
 def test_a_pool_process_killed_mid_job_is_rejected_and_rerun(
-    http: httpx.Client, model: dict[str, Any], stack: Stack
+    http: httpx.Client, model: dict[str, Any], stack: Stack, database_url: str
 ) -> None:
     """reject_on_worker_lost: the main process hands the message back at once, no timeout to wait for."""
     posted = http.post("/v1/jobs", json=job_body(model, seed=8, per_class=240))
@@ -227,7 +227,12 @@ def test_a_pool_process_killed_mid_job_is_rejected_and_rerun(
     stack.kill_pool_child()
     job, seen = wait(http, location)
     assert job["status"] == "succeeded", (job, stack.worker_log_tail())
-    assert job["attempts"] == 2, (job, seen, stack.worker_log_tail())
+    # At least the killed attempt and the one that finished; on a loaded machine the broker's
+    # visibility timeout can hand the message out once more, which must still store one run.
+    assert job["attempts"] >= 2, (job, seen, stack.worker_log_tail())
+    assert count(database_url, Run, Run.id == job["run_id"]) == 1
+    key = http.get(f"/v1/runs/{job['run_id']}").json()["run_key"]
+    assert count(database_url, Run, Run.run_key == key) == 1
 
 
 def test_cancelling_a_running_job_stops_it_before_a_run_is_stored(
