@@ -5,7 +5,7 @@ resize and crop, uint8 transfer, normalisation, forward) against the same model'
 pre-made normalised tensors, same batch size. The goal is a ratio ≥ 0.8 on the CPU. Weights are random
 (speed does not depend on their values); the images are foolbox's ImageNet samples, repeated.
 
-    .venv/bin/python benchmarks/extract_speed.py [--models resnet18 resnet50] [--images 128] [--rounds 5]
+    .venv/bin/python benchmarks/extract_speed.py [--models resnet18 resnet50] [--images 256] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def pipeline(model: torch.nn.Module, dataset: FittedImages, batch: int, device: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["resnet18", "resnet50"])
-    parser.add_argument("--images", type=int, default=128)
+    parser.add_argument("--images", type=int, default=256)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default=None)
