@@ -7,7 +7,12 @@ when w_μ(k) = Σ_{i∈μ} λ_{k,i} > tol and then has the anchor s_μ(k) = Σ_{
 * axis part       s¹_μ(k) = s_μ(k) − s⁰_μ;
 * over the active set A_k: G⁰ = S⁰S⁰ᵀ, G¹ = S¹S¹ᵀ, t¹ = S¹ t_k and
       a_k = t¹ᵀ (G¹)⁺ t¹,   b_k = t¹ᵀ (G⁰ + G¹)⁺ t¹;
-* D_eff = mean(a)/P, R_eff = sqrt(mean(b) / mean(a − b)), Ψ_eff = mean(b) / N_crit.
+* D_eff = mean(a)/P, R_eff = sqrt(mean(b) / mean(a − b)), Ψ_eff = mean(b) / N_crit;
+* alignments, each a mean of |cos| pooled over all (draw, pair) items, so a draw with many active
+  manifolds weighs more: axis_alignment over unordered pairs μ ≠ ν of A_k (s¹_μ(k), s¹_ν(k)),
+  center_axis_alignment over ordered pairs (s⁰_μ, s¹_ν(k)), and center_alignment over the pairs of
+  classes with a centre; vectors of zero length (a class that is a single point) have no direction
+  and are left out.
 
 Since N_crit = P·D_eff / (Ψ_eff (1 + R_eff⁻²)) holds exactly, capacity α = P / N_crit equals
 Ψ_eff (1 + R_eff⁻²) / D_eff. Everything is computed in chunks of draws so that memory stays bounded
