@@ -1,46 +1,82 @@
 """Speed and peak memory of every marker, and the chunked pairwise marker against a naive one.
 
-    .venv/bin/python benchmarks/markers_speed.py            # 10 classes × 500 points × 512 dims
-    .venv/bin/python benchmarks/markers_speed.py --large    # also mean_distance on 50,000 × 2,048
+    .venv/bin/python benchmarks/markers_speed.py                 # 10 classes × 500 points × 512 dims
+    .venv/bin/python benchmarks/markers_speed.py --device cpu    # on the CPU even where CUDA is present
+    .venv/bin/python benchmarks/markers_speed.py --large         # also mean_distance on 50,000 × 2,048
 
-Each marker is timed through ``compute_markers(..., names=[...])`` (validation included); the eight
-geometry markers share one GLUE call and are timed as one row. Peak memory is traced with
-``tracemalloc``, which sees numpy's allocations but not torch's (GLUE runs in torch). Absolute times
-depend on the machine and its load; the ratio printed at the end is measured in the same run.
+Everything runs on ``--device`` (default: ``core.device.resolve_device``'s choice, CUDA when
+present). Each marker is timed through ``compute_markers(..., names=[...])`` (validation included);
+the eight geometry markers share one GLUE call and are timed as one row. Peak memory is what a call
+adds on the compute device, measured in a second process: on CUDA torch's peak allocation, on the
+CPU the peak resident set (``VmHWM`` in /proc/self/status, reset before each call, under
+``MALLOC_ENV``), which sees numpy's and torch's allocations alike. Absolute times depend on the
+machine and its load; the ratios printed at the end are measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import subprocess
+import sys
 import time
-import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import torch
 
+from core.device import resolve_device
 from core.markers import Protocol, compute_markers, list_markers
 from core.markers.pairwise import mean_pairwise_distance
 
 
-def measure(fn: Callable[[], object]) -> tuple[float, float]:
-    """(seconds, peak MiB traced) of one call."""
-    tracemalloc.start()
+def _status_mib(field: str) -> float:
+    match = re.search(rf"^{field}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.MULTILINE)
+    assert match is not None, field
+    return int(match.group(1)) / 1024
+
+
+#: glibc settings for the memory pass: every allocation above 128 KiB is its own mapping, returned
+#: to the system when freed (by default the threshold grows after each large free, and freed blocks
+#: then stay resident, so a peak of the resident set would miss later allocations that reuse them).
+#: They slow allocation down, hence a separate process that only measures memory.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "0", "MALLOC_TOP_PAD_": "0"}
+
+
+def seconds_of(fn: Callable[[], object], device: torch.device) -> float:
+    """Wall time of one call, waiting for the device to finish."""
     start = time.perf_counter()
-    try:
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def peak_mib_of(fn: Callable[[], object], device: torch.device) -> float:
+    """Peak MiB that one call adds on ``device``: torch's peak allocation on CUDA, the peak resident
+    set on the CPU (meaningful under ``MALLOC_ENV``)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
         fn()
-        seconds = time.perf_counter() - start
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return seconds, peak / 2**20
+        return (torch.cuda.max_memory_allocated(device) - base) / 2**20
+    Path("/proc/self/clear_refs").write_text("5")  # resets the peak resident set to the current one
+    base_mib = _status_mib("VmRSS")
+    fn()
+    return _status_mib("VmHWM") - base_mib
 
 
-def naive_mean_distance(features: np.ndarray) -> float:
+def naive_mean_distance(features: np.ndarray, device: torch.device) -> float:
     """The full n×n distance matrix at once: the baseline the chunked version must beat on memory."""
-    xc = features - features.mean(axis=0)
-    sq = np.einsum("ij,ij->i", xc, xc)
-    d = np.sqrt(np.clip(sq[:, None] + sq[None, :] - 2 * xc @ xc.T, 0, None))
-    return float(d[np.triu_indices(len(d), k=1)].mean())
+    x = torch.as_tensor(features, device=device)
+    xc = x - x.mean(dim=0)
+    sq = torch.einsum("ij,ij->i", xc, xc)
+    d = (sq[:, None] + sq[None, :] - 2 * xc @ xc.T).clamp(min=0).sqrt()
+    return float(d.triu(1).sum()) / (len(d) * (len(d) - 1) / 2)
 
 
 def synthetic(n_classes: int, per_class: int, dim: int, seed: int = 0):
@@ -64,44 +100,70 @@ def main() -> None:
     parser.add_argument(
         "--n-t", type=int, default=Protocol().n_t, help="GLUE draws (default: the protocol's)"
     )
+    parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: CUDA when present)")
     parser.add_argument("--large", action="store_true", help="also run mean_distance on 50,000 × 2,048")
+    parser.add_argument("--memory-pass", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    device = resolve_device(args.device)
 
     features, labels, logits = synthetic(10, 500, 512)
     protocol = Protocol(n_t=args.n_t)
-    print(f"suite on {features.shape[0]} × {features.shape[1]} features, 10 classes; {protocol.to_dict()}")
-    rows = [("geometry (8 markers, 1 GLUE call)", [s.name for s in list_markers(group="geometry")])]
-    rows += [(s.name, [s.name]) for s in list_markers() if s.group != "geometry"]
-    total = 0.0
-    for label, names in rows:
-        seconds, peak = measure(
-            lambda names=names: compute_markers(features, labels, logits, protocol=protocol, names=names)
+
+    def suite_call(names: list[str] | None) -> Callable[[], object]:
+        return lambda: compute_markers(
+            features, labels, logits, protocol=protocol, device=device, names=names
         )
-        total += seconds
-        report(label, seconds, peak)
-    seconds, peak = measure(lambda: compute_markers(features, labels, logits, protocol=protocol))
-    report("whole suite, one call", seconds, peak)
-    print(f"  (sum of the rows above: {total:.3f} s)")
+
+    suite = {
+        "geometry (8 markers, 1 GLUE call)": suite_call([s.name for s in list_markers(group="geometry")])
+    }
+    suite |= {s.name: suite_call([s.name]) for s in list_markers() if s.group != "geometry"}
+    suite["whole suite, one call"] = suite_call(None)
+    pairs: dict[str, Callable[[], object]] = {
+        "naive": lambda: naive_mean_distance(features, device),
+        "chunked (64 MiB blocks, the default)": lambda: mean_pairwise_distance(features, device=device),
+        "chunked (4 MiB blocks)": lambda: mean_pairwise_distance(features, 4 * 2**20, device=device),
+    }
+    large: dict[str, Callable[[], object]] = {}
+    if args.large:
+        big = np.random.default_rng(1).standard_normal((50_000, 2048))
+        large["chunked (64 MiB blocks)"] = lambda: mean_pairwise_distance(big, device=device)
+    cases = {**suite, **pairs, **large}
+    if args.memory_pass:
+        print(json.dumps({label: peak_mib_of(fn, device) for label, fn in cases.items()}))
+        return
+    seconds = {label: seconds_of(fn, device) for label, fn in cases.items()}
+    child = subprocess.run(
+        [sys.executable, __file__, *sys.argv[1:], "--memory-pass"],
+        env={**os.environ, **MALLOC_ENV},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    peaks = json.loads(child.stdout)
+
+    print(
+        f"suite on {features.shape[0]} × {features.shape[1]} features, 10 classes, on {device}; "
+        f"{protocol.to_dict()}"
+    )
+    for label in suite:
+        report(label, seconds[label], peaks[label])
+    rows_total = sum(seconds[label] for label in suite if label != "whole suite, one call")
+    print(f"  (sum of the rows above the whole suite: {rows_total:.3f} s)")
 
     print(
         f"\nmean_distance on {features.shape[0]} × {features.shape[1]}, chunked vs a naive full n×n matrix:"
     )
-    naive = measure(lambda: naive_mean_distance(features))
-    report("naive", *naive)
-    report("chunked (64 MiB blocks, the default)", *measure(lambda: mean_pairwise_distance(features)), naive)
-    report(
-        "chunked (4 MiB blocks)",
-        *measure(lambda: mean_pairwise_distance(features, max_block_bytes=4 * 2**20)),
-        naive,
-    )
+    naive = seconds["naive"], peaks["naive"]
+    for label in pairs:
+        report(label, seconds[label], peaks[label], None if label == "naive" else naive)
 
-    if args.large:
-        big = np.random.default_rng(1).standard_normal((50_000, 2048))
+    for label in large:
         print(
             f"\nmean_distance on 50,000 × 2,048 (input {big.nbytes / 2**20:.0f} MiB; "
             f"a full distance matrix would take {50_000**2 * 8 / 2**30:.1f} GiB):"
         )
-        report("chunked (64 MiB blocks)", *measure(lambda: mean_pairwise_distance(big)))
+        report(label, seconds[label], peaks[label])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from core.device import resolve_device
@@ -23,8 +22,8 @@ def _not_applicable_reason(spec: MarkerSpec, inputs: MarkerInputs) -> str | None
     return None
 
 
-def _arguments(spec: MarkerSpec, inputs: MarkerInputs) -> dict[str, np.ndarray | None]:
-    args: dict[str, np.ndarray | None] = {}
+def _arguments(spec: MarkerSpec, inputs: MarkerInputs, device: torch.device) -> dict[str, Any]:
+    args: dict[str, Any] = {"device": device} if spec.takes_device else {}
     if "features" in spec.needs:
         args["features"] = inputs.features
     if "logits" in spec.needs:
@@ -50,11 +49,12 @@ def compute_markers(
     array-likes or torch tensors. A marker whose inputs are missing, or whose math is undefined on
     this data (``MarkerUndefined``), is returned as not applicable with a reason, never dropped.
     ``logits_match_labels=False`` says the model's classes are not the labels' class space: markers
-    that read labels as logit columns are then not applicable. Geometry markers share one
-    ``core.glue.analyze`` call under ``protocol`` (default ``Protocol()``), run on ``device``
-    (``core.device.resolve_device``: CUDA when present); when GLUE rejects degenerate data (e.g.
-    all-zero features) they are not applicable with its message. Bad inputs, an unknown marker
-    name or an unavailable device raise ``ValueError``.
+    that read labels as logit columns are then not applicable. Markers run on ``device``
+    (``core.device.resolve_device``: CUDA when present), passed to every marker function that takes
+    one. Geometry markers share one ``core.glue.analyze`` call under ``protocol`` (default
+    ``Protocol()``); when GLUE rejects degenerate data (e.g. all-zero features) they are not
+    applicable with its message. Bad inputs, an unknown marker name or an unavailable device raise
+    ``ValueError``.
     """
     protocol = Protocol() if protocol is None else protocol
     if not isinstance(protocol, Protocol):
@@ -95,7 +95,7 @@ def compute_markers(
                 value = float(spec.fn(glue=glue))
                 std = None if glue.std is None else glue.std.get(spec.name)
             else:
-                value, std = float(spec.fn(**_arguments(spec, inputs))), None
+                value, std = float(spec.fn(**_arguments(spec, inputs, dev))), None
         except MarkerUndefined as err:
             results[spec.name] = MarkerValue.not_applicable(str(err))
             continue

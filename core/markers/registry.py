@@ -9,6 +9,8 @@ conventions, which ``compute_markers`` follows:
   class codes 0..P-1; a marker that needs both reads ``labels`` as column indices of ``logits``.
 - group ``"geometry"`` markers share one GLUE analysis: their function receives ``glue`` (a
   ``core.glue.GlueResult``) instead, and their standard deviation over repeats comes with it.
+- a function with a ``device`` parameter also receives the ``torch.device`` that ``compute_markers``
+  resolved (``core.device.resolve_device``: CUDA when present) and computes there.
 - a function returns a float; when its math is undefined on the given data it raises
   ``MarkerUndefined``, which ``compute_markers`` reports as not applicable with the message.
 """
@@ -16,6 +18,7 @@ conventions, which ``compute_markers`` follows:
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,6 +74,11 @@ class MarkerSpec:
     description: str
     version: int
     group: str
+
+    @property
+    def takes_device(self) -> bool:
+        """Whether ``fn`` accepts ``device``, so that ``compute_markers`` passes its device on."""
+        return "device" in inspect.signature(self.fn).parameters
 
     def to_dict(self) -> dict[str, Any]:
         """The metadata, JSON-serialisable (everything but the function)."""

@@ -1,14 +1,18 @@
 """Transferability estimators computed on the ID features and labels: LogME and H-score.
 
 Both need, for the one-hot label matrix Y, the singular values of the (raw or centred) features and
-the coordinates z = UᵀY of the labels in the left singular basis (``indicator_projections``).
+the coordinates z = UᵀY of the labels in the left singular basis (``indicator_projections``), which
+runs in torch float64 on ``device`` (``core.device.resolve_device``: CUDA when present). LogME's
+fixed-point iteration then works on those (r × K) coordinates alone, in numpy: it is a few thousand
+numbers, too small to gain from the device.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from core.markers._linalg import centred, indicator_projections, variance_floor
+from core.markers._linalg import Device, as_tensor, centred, indicator_projections, variance_floor
 from core.markers.registry import MarkerUndefined, register_marker
 
 LOGME_TOL = 1e-10
@@ -39,7 +43,7 @@ def _log_evidence(
     description="LogME: per-sample log evidence of Bayesian linear regression on one-hot labels",
     group="transferability",
 )
-def logme(*, features: np.ndarray, labels: np.ndarray) -> float:
+def logme(*, features: np.ndarray, labels: np.ndarray, device: Device = None) -> float:
     """LogME (You, Liu, Wang & Long, ICML 2021), features F (n×D) used as given, no bias.
 
     For each class k, y = the one-hot column k; the model y = Fw + ε, w ~ N(0, α⁻¹I), ε ~ N(0, β⁻¹I)
@@ -56,7 +60,8 @@ def logme(*, features: np.ndarray, labels: np.ndarray) -> float:
     the features (rank F < n): a residual ‖y − UUᵀy‖² ≤ 1e-9·‖y‖² is reported as undefined.
     """
     n = features.shape[0]
-    s, z = indicator_projections(features, labels)
+    s_dev, z_dev = indicator_projections(as_tensor(features, device), as_tensor(labels, device, torch.int64))
+    s, z = s_dev.cpu().numpy(), z_dev.cpu().numpy()
     counts = np.bincount(labels).astype(np.float64)  # ‖y_k‖²
     outside = np.clip(counts - np.sum(z**2, axis=0), 0.0, None)  # ‖y_k − UUᵀy_k‖²
     if s.size < n and np.any(outside <= UNBOUNDED_RTOL * counts):
@@ -90,7 +95,7 @@ def logme(*, features: np.ndarray, labels: np.ndarray) -> float:
     description="H-score: tr(cov(f)⁺ cov(E[f|y])), the class-discriminative share of the features",
     group="transferability",
 )
-def h_score(*, features: np.ndarray, labels: np.ndarray) -> float:
+def h_score(*, features: np.ndarray, labels: np.ndarray, device: Device = None) -> float:
     """H(f) = tr(cov(f)⁺ cov(E[f | y]))  (Bao, Li, Huang, Zheng & Zhong, ICIP 2019).
 
     Both covariances over the n samples with 1/(n−1); E[f | y] replaces each row by its class mean,
@@ -105,8 +110,9 @@ def h_score(*, features: np.ndarray, labels: np.ndarray) -> float:
     for rank-deficient features. H ∈ [0, min(C−1, N)], invariant to invertible affine maps of the
     features, C − 1 for collapsed classes, 0 for constant features.
     """
-    xc = centred(features)
-    if np.sum(xc**2) / (features.shape[0] - 1) <= variance_floor(features):
+    x, y = as_tensor(features, device), as_tensor(labels, device, torch.int64)
+    xc = centred(x)
+    if float(torch.sum(xc**2)) / (x.shape[0] - 1) <= variance_floor(x):
         return 0.0
-    _, z = indicator_projections(xc, labels)
-    return float(np.sum(np.sum(z**2, axis=0) / np.bincount(labels)))
+    _, z = indicator_projections(xc, y)
+    return float(torch.sum(torch.sum(z**2, dim=0) / torch.bincount(y)))

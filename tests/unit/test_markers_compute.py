@@ -201,3 +201,33 @@ def test_real_glue_wiring():
     for name in GEOMETRY_FIELDS:
         assert out[name].value == pytest.approx(getattr(direct, name), rel=1e-9)
         assert out[name].std == pytest.approx(direct.std[name], rel=1e-9, abs=1e-12)
+
+
+def test_explicit_cpu_equals_the_default_without_cuda(data, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the default then resolves to the CPU
+    protocol = Protocol(n_t=50, points_per_class=10)
+    default = compute_markers(*data, protocol=protocol)
+    assert compute_markers(*data, protocol=protocol, device="cpu") == default
+    assert all(value.applicable for value in default.values())
+
+
+def _relu_data(n_per_class, dim, seed):
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(5), n_per_class)
+    features = np.maximum(rng.standard_normal((5, dim))[labels] + rng.standard_normal((labels.size, dim)), 0)
+    logits = 2.0 * np.eye(5)[labels] + rng.standard_normal((labels.size, 5))
+    return features, labels, logits
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (runs on the GPU machine)")
+@pytest.mark.parametrize(("n_per_class", "dim"), [(60, 40), (6, 100)])  # tall and wide (n < N)
+def test_cuda_matches_cpu(n_per_class, dim):
+    # GLUE's own CUDA-vs-CPU check is in test_glue.py; here every other marker, to 1e-9.
+    data = _relu_data(n_per_class, dim, seed=dim)
+    names = [s.name for s in list_markers() if s.group != "geometry"]
+    gpu = compute_markers(*data, device="cuda", names=names)
+    cpu = compute_markers(*data, device="cpu", names=names)
+    for name in names:
+        assert gpu[name].applicable == cpu[name].applicable, name
+        if cpu[name].applicable:
+            assert gpu[name].value == pytest.approx(cpu[name].value, rel=1e-9, abs=1e-12), name

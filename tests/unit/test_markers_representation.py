@@ -1,9 +1,14 @@
 """Representation baselines against independent computations and closed forms."""
 
+import os
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from scipy.spatial.distance import pdist
 from sklearn.metrics.pairwise import cosine_similarity
 
@@ -198,3 +203,75 @@ def test_duplicate_rows_have_zero_distance_and_angle():
     assert rep.mean_angle(features=x) == pytest.approx(
         np.arccos(np.clip(1 - pdist(x, "cosine"), -1, 1)).mean(), abs=1e-7
     )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (runs on the GPU machine)")
+def test_chunked_markers_on_cuda_match_the_cpu_and_stay_within_the_block():
+    # As test_pairwise_memory_is_bounded_by_the_block, for the device: with a 2 MB block the peak
+    # stays a few MB above the 0.5 MB input, where a full n×n matrix would take 128 MB.
+    x = np.random.default_rng(7).standard_normal((4000, 16))
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    gpu = [
+        f(x, max_block_bytes=2 * 2**20, device="cuda") for f in (mean_pairwise_distance, mean_pairwise_angle)
+    ]
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - base < 12 * 2**20
+    cpu = [
+        f(x, max_block_bytes=2 * 2**20, device="cpu") for f in (mean_pairwise_distance, mean_pairwise_angle)
+    ]
+    assert gpu == pytest.approx(cpu, rel=1e-9)
+    assert rep.mean_abs_covariance(features=x, max_block_bytes=8 * 16 * 3, device="cuda") == pytest.approx(
+        rep.mean_abs_covariance(features=x, device="cpu"), rel=1e-9
+    )
+
+
+_PEAK_RSS_SCRIPT = """
+import re
+from pathlib import Path
+
+import numpy as np
+
+from core.markers.pairwise import mean_pairwise_angle, mean_pairwise_distance
+
+
+def mib(field):
+    return int(re.search(field + r":\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) / 1024
+
+
+def peak(x, budget):
+    Path("/proc/self/clear_refs").write_text("5")  # the peak resident set restarts from the current one
+    base = mib("VmRSS")
+    mean_pairwise_distance(x, budget, device="cpu")
+    mean_pairwise_angle(x, budget, device="cpu")
+    return mib("VmHWM") - base
+
+
+x = np.random.default_rng(7).standard_normal((4000, 16))
+peak(x, 2 * 2**20)  # once for torch's lazy initialisation
+print(peak(x, 2 * 2**20), peak(x, 2**30))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc/self/clear_refs")
+def test_pairwise_memory_on_the_cpu_is_bounded_by_the_block():
+    # tracemalloc does not see torch's allocations: measure the peak resident set of a fresh process,
+    # with glibc returning every allocation above 128 KiB to the system when it is freed.
+    env = {
+        **os.environ,
+        "MALLOC_MMAP_THRESHOLD_": "131072",
+        "MALLOC_TRIM_THRESHOLD_": "0",
+        "MALLOC_TOP_PAD_": "0",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS_SCRIPT],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    chunked, whole = map(float, out.stdout.split())
+    assert chunked < 12  # MiB, with a 2 MiB block
+    assert whole > 100  # one block of all 4000 rows: 128 MB, so the measurement does see torch's memory
