@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
@@ -39,18 +39,22 @@ class Format(StrEnum):
     csv = "csv"
 
 
+def _identity(run: Run) -> dict[str, Any]:
+    """The fields a run's summary and its detail share."""
+    return {
+        "id": run.id,
+        "run_key": run.run_key,
+        "created_at": run.created_at,
+        "architecture": run.architecture,
+        "weights_sha256": run.weights_sha256,
+        "dataset_fingerprint": run.dataset_fingerprint,
+        "model": run.model_ref,
+        "dataset": run.dataset_ref,
+    }
+
+
 def _summary(run: Run, markers: dict[str, float | None]) -> RunSummary:
-    return RunSummary(
-        id=run.id,
-        run_key=run.run_key,
-        created_at=run.created_at,
-        architecture=run.architecture,
-        weights_sha256=run.weights_sha256,
-        dataset_fingerprint=run.dataset_fingerprint,
-        model=run.model_ref,
-        dataset=run.dataset_ref,
-        markers=markers,
-    )
+    return RunSummary(**_identity(run), markers=markers)
 
 
 def _known_marker(name: str, what: str) -> str:
@@ -148,14 +152,7 @@ def get_run(run_id: uuid.UUID, session: SessionDep) -> RunDetail:
 
 def run_detail(run: Run, markers: list[Marker]) -> RunDetail:
     return RunDetail(
-        id=run.id,
-        run_key=run.run_key,
-        created_at=run.created_at,
-        architecture=run.architecture,
-        weights_sha256=run.weights_sha256,
-        dataset_fingerprint=run.dataset_fingerprint,
-        model=run.model_ref,
-        dataset=run.dataset_ref,
+        **_identity(run),
         sampling=run.sampling,
         protocol=run.protocol,
         model_meta=run.model_meta,

@@ -61,6 +61,18 @@ def wait(http: httpx.Client, location: str, timeout: float = 240) -> tuple[dict[
         time.sleep(0.05)
     raise AssertionError(f"job {location} did not finish: {seen[-5:]}")
 
+def wait_mid_extraction(http: httpx.Client, location: str, timeout: float = 120) -> None:
+    """Wait until some batches of the job are through: mid-extraction, not at its very start."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = http.get(location).json()
+        progress = state["progress"]
+        if state["status"] == "running" and progress["stage"] == "extract" and progress["done"]:
+            return
+        assert state["status"] in {"queued", "running"} and time.monotonic() < deadline, state
+        time.sleep(0.02)
+
+
 
 def count(database_url: str, model: type, *where: Any) -> int:
     with session_scope(database_url) as session:
@@ -160,17 +172,7 @@ def test_a_worker_killed_mid_job_loses_nothing(
     posted = http.post("/v1/jobs", json=job_body(model, seed=5, per_class=250))
     assert posted.status_code == 202
     location = posted.headers["location"]
-    deadline = time.monotonic() + 120
-    while True:  # wait until some batches are through: mid-extraction, not at its very start
-        state = http.get(location).json()
-        if (
-            state["status"] == "running"
-            and state["progress"]["stage"] == "extract"
-            and state["progress"]["done"]
-        ):
-            break
-        assert state["status"] in {"queued", "running"} and time.monotonic() < deadline, state
-        time.sleep(0.02)
+    wait_mid_extraction(http, location)
     stack.kill_worker()
     assert http.get(location).json()["status"] == "running"  # the row still says so: nobody finished it
     stack.start_worker()
@@ -213,17 +215,7 @@ def test_a_pool_process_killed_mid_job_is_rejected_and_rerun(
     """reject_on_worker_lost: the main process hands the message back at once, no timeout to wait for."""
     posted = http.post("/v1/jobs", json=job_body(model, seed=8, per_class=240))
     location = posted.headers["location"]
-    deadline = time.monotonic() + 120
-    while True:
-        state = http.get(location).json()
-        if (
-            state["status"] == "running"
-            and state["progress"]["stage"] == "extract"
-            and state["progress"]["done"]
-        ):
-            break
-        assert state["status"] in {"queued", "running"} and time.monotonic() < deadline, state
-        time.sleep(0.02)
+    wait_mid_extraction(http, location)
     stack.kill_pool_child()
     job, seen = wait(http, location)
     assert job["status"] == "succeeded", (job, stack.worker_log_tail())
