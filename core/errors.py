@@ -7,6 +7,11 @@ contract: never rename one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class ZooError(Exception):
     """Base class: the input (a model, a dataset or a sampling request) cannot be used as given."""
@@ -29,6 +34,12 @@ class BadReference(ZooError):
     """A model or dataset reference string or JSON that does not parse."""
 
     code = "bad_reference"
+
+    @classmethod
+    def from_validation(cls, kind: str, exc: ValidationError) -> BadReference:
+        """One line per field pydantic rejected: ``invalid <kind> reference: loc: msg; ...``."""
+        fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+        return cls(f"invalid {kind} reference: {fields}")
 
 
 class UnknownModel(ZooError):

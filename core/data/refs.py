@@ -73,7 +73,7 @@ def validate_dataset_ref(data: object) -> AnyDatasetRef:
     try:
         return _ADAPTER.validate_python(data)
     except ValidationError as exc:
-        raise BadReference(f"invalid dataset reference: {_short(exc)}") from exc
+        raise BadReference.from_validation("dataset", exc) from exc
 
 
 def parse_dataset_ref(text: str) -> AnyDatasetRef:
@@ -83,7 +83,7 @@ def parse_dataset_ref(text: str) -> AnyDatasetRef:
         try:
             return _ADAPTER.validate_json(text)
         except ValidationError as exc:
-            raise BadReference(f"invalid dataset reference: {_short(exc)}") from exc
+            raise BadReference.from_validation("dataset", exc) from exc
     prefix, sep, rest = text.partition(":")
     if not sep or not rest:
         raise BadReference(
@@ -100,7 +100,3 @@ def parse_dataset_ref(text: str) -> AnyDatasetRef:
     else:
         raise BadReference(f"dataset reference {text!r}: unknown prefix {prefix!r}")
     return validate_dataset_ref(fields)
-
-
-def _short(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())

@@ -71,7 +71,7 @@ def validate_model_ref(data: object) -> TorchvisionRef | TimmRef | CheckpointRef
     try:
         return _ADAPTER.validate_python(data)
     except ValidationError as exc:
-        raise BadReference(f"invalid model reference: {_short(exc)}") from exc
+        raise BadReference.from_validation("model", exc) from exc
 
 
 def parse_model_ref(text: str) -> TorchvisionRef | TimmRef | CheckpointRef:
@@ -81,7 +81,7 @@ def parse_model_ref(text: str) -> TorchvisionRef | TimmRef | CheckpointRef:
         try:
             return _ADAPTER.validate_json(text)
         except ValidationError as exc:
-            raise BadReference(f"invalid model reference: {_short(exc)}") from exc
+            raise BadReference.from_validation("model", exc) from exc
     prefix, sep, rest = text.partition(":")
     if not sep or not rest:
         raise BadReference(f"model reference {text!r}: expected tv:, timm: or ckpt: followed by a name")
@@ -100,7 +100,3 @@ def parse_model_ref(text: str) -> TorchvisionRef | TimmRef | CheckpointRef:
     else:
         raise BadReference(f"model reference {text!r}: unknown prefix {prefix!r} (tv, timm or ckpt)")
     return validate_model_ref(fields)
-
-
-def _short(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
