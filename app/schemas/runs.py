@@ -20,7 +20,9 @@ class MarkerOut(BaseModel):
     version: str
 
 
-class RunSummary(BaseModel):
+class RunIdentity(BaseModel):
+    """What a run is: the fields its history row and its detail share."""
+
     id: uuid.UUID
     run_key: str
     created_at: datetime
@@ -29,18 +31,13 @@ class RunSummary(BaseModel):
     dataset_fingerprint: str
     model: dict[str, Any]
     dataset: dict[str, Any]
+
+
+class RunSummary(RunIdentity):
     markers: dict[str, float | None]
 
 
-class RunDetail(BaseModel):
-    id: uuid.UUID
-    run_key: str
-    created_at: datetime
-    architecture: str | None
-    weights_sha256: str
-    dataset_fingerprint: str
-    model: dict[str, Any]
-    dataset: dict[str, Any]
+class RunDetail(RunIdentity):
     sampling: dict[str, Any]
     protocol: dict[str, Any]
     model_meta: dict[str, Any]
