@@ -14,19 +14,23 @@ from app.db.models import ApiKey, Checkpoint, Job, Marker, Run
 from app.db.session import session_scope
 from app.main import create_app
 from app.settings import Settings
-from tests.integration.databases import REDIS_URL, migrate, scratch_database
+from tests.integration.databases import migrate, private_redis, scratch_database
 from tests.integration.models import export_mnist_cnn
 from tests.integration.stack import Stack, start_stack
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> str:
-    """A Redis database of its own (db 7), flushed; Redis down is a test failure."""
-    url = f"{REDIS_URL}/7"
-    client = redis.Redis.from_url(url, socket_connect_timeout=3)
-    client.ping()
-    client.flushdb()
-    return url
+def redis_server() -> Iterator[str]:
+    """This session's own redis-server (or the one ZOOTRIAGE_TEST_REDIS_URL names, never flushed)."""
+    with private_redis() as url:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: str) -> str:
+    """Database 7 of the session's Redis: the broker of the main stack."""
+    return f"{redis_server}/7"
 
 
 @pytest.fixture(scope="session")

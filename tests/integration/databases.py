@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +20,8 @@ from sqlalchemy.engine import make_url
 ADMIN_URL = os.environ.get(
     "ZOOTRIAGE_TEST_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
-REDIS_URL = os.environ.get("ZOOTRIAGE_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+# A Redis named here is used as it is (never flushed); else each test session starts its own.
+EXTERNAL_REDIS_URL = os.environ.get("ZOOTRIAGE_TEST_REDIS_URL")
 
 
 @contextmanager
@@ -42,3 +48,37 @@ def alembic_config(url: str) -> Config:
 
 def migrate(url: str) -> None:
     command.upgrade(alembic_config(url), "head")
+
+
+@contextmanager
+def private_redis() -> Iterator[str]:
+    """A redis-server of this test session on a free loopback port, keeping nothing on disk; its URL
+    has no database number. Stopped (and its folder removed) afterwards."""
+    if EXTERNAL_REDIS_URL:
+        yield EXTERNAL_REDIS_URL.rstrip("/")
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    folder = tempfile.mkdtemp(prefix="zt-redis-")
+    server = subprocess.Popen(
+        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+         "--dir", folder, "--logfile", os.path.join(folder, "redis.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not start on port {port}") from None
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)

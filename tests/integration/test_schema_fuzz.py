@@ -1,12 +1,11 @@
 """Schemathesis: requests generated from the OpenAPI schema never get a 5xx.
 
-Its own Redis database keeps the jobs it manages to queue away from the worker of the stack tests.
+Its own database of the session's Redis keeps the jobs it manages to queue away from the stack's worker.
 """
 
 from __future__ import annotations
 
 import pytest
-import redis
 import schemathesis
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -14,13 +13,11 @@ from schemathesis.checks import not_a_server_error
 
 from app.main import create_app
 from app.settings import Settings
-from tests.integration.databases import REDIS_URL
 
 
 @pytest.fixture(scope="module")
-def api_schema(settings: Settings) -> schemathesis.BaseSchema:
-    broker = f"{REDIS_URL}/8"
-    redis.Redis.from_url(broker).flushdb()
+def api_schema(settings: Settings, redis_server: str) -> schemathesis.BaseSchema:
+    broker = f"{redis_server}/8"
     app = create_app(settings.model_copy(update={"broker_url": broker}))
     return schemathesis.openapi.from_asgi("/openapi.json", app)
 

@@ -18,12 +18,10 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
 import torch
 import torchvision
 
 from app.settings import Settings
-from tests.integration.databases import REDIS_URL
 from tests.integration.stack import Stack, start_stack
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -40,9 +38,8 @@ class TriageStack:
 _shared: dict[str, Any] = {"users": 0, "value": None}
 
 
-def _start(settings: Settings, folder: Path) -> TriageStack:
-    broker = f"{REDIS_URL}/9"
-    redis.Redis.from_url(broker, socket_connect_timeout=3).flushdb()
+def _start(settings: Settings, redis_server: str, folder: Path) -> TriageStack:
+    broker = f"{redis_server}/9"
     torch_home = folder / "torch"
     own = settings.model_copy(update={"broker_url": broker, "upload_limit_bytes": UPLOAD_LIMIT})
     logs = folder / "logs"
@@ -52,9 +49,11 @@ def _start(settings: Settings, folder: Path) -> TriageStack:
 
 
 @pytest.fixture(scope="session")
-def triage_stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TriageStack]:
+def triage_stack(
+    settings: Settings, redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TriageStack]:
     if _shared["value"] is None:
-        _shared["value"] = _start(settings, tmp_path_factory.mktemp("triage"))
+        _shared["value"] = _start(settings, redis_server, tmp_path_factory.mktemp("triage"))
     _shared["users"] += 1
     yield _shared["value"]
     _shared["users"] -= 1
