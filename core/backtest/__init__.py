@@ -1,0 +1,1 @@
+"""The pre-registered back-test (docs/study/PLAN.md): zoo, measurements, statistics, decision, report."""
