@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import backtest, client, score, service, study
+from app.cli import backtest, client, score, service, study, study2
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
@@ -21,6 +21,7 @@ client.register(app)
 score.register(app)
 service.register(app)
 study.register(app)
+study2.register(app)
 
 
 def main() -> None:
