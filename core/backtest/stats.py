@@ -182,4 +182,4 @@ def holm(pvalues: dict[str, float]) -> dict[str, float]:
     for i, name in enumerate(order):
         running = max(running, min(1.0, (m - i) * pvalues[name]))
         adjusted[name] = running
-    return adjusted
+    return {name: adjusted[name] for name in pvalues}
