@@ -200,9 +200,14 @@ def _floors(results: dict[str, Any], floors: dict[str, list[float]]) -> list[str
             for m in results["models"]
             if m["task"] == task and m["arch"] == arch and m["arm"] == "zoo" and not m["diverged"]
         ]
-        mean_gain = sum(trained) / len(trained) - floor if trained else 0.0
-        gain = f"; trained {min(trained, default=0):.3f}–{max(trained, default=0):.3f}, mean gain {mean_gain:+.3f}"
-        lines.append(f"  - {key}: floor {floor:.3f}" + (gain if trained else "; no trained model kept"))
+        if not trained:
+            lines.append(f"  - {key}: floor {floor:.3f}; no trained model kept")
+            continue
+        gain = sum(trained) / len(trained) - floor
+        lines.append(
+            f"  - {key}: floor {floor:.3f}; trained {min(trained):.3f}–{max(trained):.3f}, "
+            f"mean gain {gain:+.3f}"
+        )
     return lines
 
 
