@@ -17,7 +17,8 @@ GEOMETRY_RULE = ("dimension", "utilization")
 def correlation(
     rows: Sequence[RecipeRow], marker: str, outcome: str, *, n_perm: int, n_boot: int, seed: int
 ) -> dict[str, Any]:
-    """ρ per architecture, ρ̄ with its recipe-bootstrap interval and (``n_perm`` > 0) permutation p."""
+    """ρ per architecture, ρ̄ with its recipe-bootstrap interval and (``n_perm`` > 0) permutation p;
+    the interval resamples the architectures whose ρ is defined, the ones ρ̄ averages."""
     cols = [marker, outcome]
     gs = groups(rows, cols)
     rho = stats.mean_rho(gs, 0, 1)
@@ -29,8 +30,9 @@ def correlation(
         "recipes": int(sum(len(g) for g in gs)),
     }
     if rho is not None:
+        used = [g for g, r in zip(gs, stats.rho_by_group(gs, 0, 1), strict=True) if r is not None]
         out["ci"] = stats.percentile_ci(
-            stats.stratified_bootstrap(gs, stats.mean_rho_rows(0, 1), n_boot, seed)
+            stats.stratified_bootstrap(used, stats.mean_rho_rows(0, 1), n_boot, seed)
         )
         if n_perm > 0:
             out["p"] = stats.permutation_p(gs, 0, 1, n_perm, seed)

@@ -10,6 +10,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from core.backtest import stats
+from core.backtest.hypotheses import correlation
+from core.backtest.tables import RecipeRow
 
 
 def _groups() -> list[np.ndarray]:
@@ -120,3 +122,17 @@ def test_case_bootstrap_resamples_architectures_then_seeds() -> None:
     assert set(np.round(np.unique(boot), 6)) <= {0.0, 0.75, 1.0}
     assert np.mean(boot == 0.0) == pytest.approx(0.25, abs=0.03)
     assert np.mean(boot == 0.75) == pytest.approx(0.5, abs=0.03)
+
+
+def test_correlation_leaves_out_architectures_without_a_rho() -> None:
+    rows = [
+        RecipeRow("cnn", f"r{i}", 3, {"dimension": float(i), "probe": 0.5 + 0.1 * i}, {"probe": 0.01})
+        for i in range(4)
+    ] + [
+        RecipeRow("mlp2", f"r{i}", 3, {"dimension": 1.0, "probe": 0.5 + 0.1 * i}, {"probe": 0.01})
+        for i in range(4)
+    ]
+    result = correlation(rows, "dimension", "probe", n_perm=100, n_boot=200, seed=0)
+    assert result["rho_by_arch"] == {"cnn": pytest.approx(1.0), "mlp2": None}
+    assert result["rho_bar"] == pytest.approx(1.0) and result["ci"] == pytest.approx((1.0, 1.0))
+    assert result["p"] == pytest.approx(1 / 24, abs=0.04)
