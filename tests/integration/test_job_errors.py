@@ -20,12 +20,6 @@ NO_SPLIT = {"sampling": {"per_class": 5}}
 FOOLBOX = {"source": "builtin", "name": "foolbox-imagenet"}  # one image per class (two for one class)
 
 
-@pytest.fixture
-def program_ref(client: TestClient, mnist_program: Path) -> dict[str, Any]:
-    uploaded = client.post("/v1/checkpoints", files={"file": ("m.pt2", mnist_program.read_bytes())})
-    return {"source": "checkpoint", "path": uploaded.json()["model_path"]}
-
-
 def body(model: dict[str, Any], dataset: dict[str, Any] = MNIST, **extra: Any) -> dict[str, Any]:
     return {"model": model, "dataset": dataset, "sampling": {"per_class": 5, "split": "test"}, **extra}
 
