@@ -19,7 +19,7 @@ from app.schemas.scoring import ProtocolFields
 from app.settings import Settings
 from core.data.archives import ArchiveLimits
 from core.data.checks import check_dataset
-from core.data.refs import Sampling
+from core.data.refs import PER_CLASS_MAX, Sampling
 from core.errors import ZooError
 from core.zoo.checks import canonical_model
 from core.zoo.refs import CheckpointRef
@@ -44,11 +44,11 @@ class Admitted:
 
 
 def glue_cost(classes: int, sampling: Sampling, protocol: ProtocolFields) -> int:
-    """GLUE's work grows with classes × points per class × n_t × repeats (one small QP per draw over
-    every class's points); points per class is capped by both the protocol and the sample."""
-    per_class = [n for n in (protocol.points_per_class, sampling.per_class) if n is not None]
-    points = min(per_class) if per_class else sampling.per_class or protocol.points_per_class or 1
-    return classes * points * protocol.n_t * protocol.repeats
+    """GLUE's work grows with P classes × M points per class × n_t × repeats (one small QP per draw
+    over every class's points). M is capped by both the protocol and the sample; with neither set
+    ("every point of every image") it is taken at the largest sample a request may ask for."""
+    caps = [n for n in (protocol.points_per_class, sampling.per_class) if n is not None]
+    return classes * min(caps, default=PER_CLASS_MAX) * protocol.n_t * protocol.repeats
 
 
 def normalised_request(body: JobRequest) -> dict[str, Any]:
@@ -57,11 +57,13 @@ def normalised_request(body: JobRequest) -> dict[str, Any]:
 
 
 def admit(body: JobRequest, settings: Settings) -> Admitted:
+    """The normalised request and its key, or the ``ZooError`` (a 4xx) that refuses it."""
     canonical = canonical_model(body.model)
     if isinstance(canonical, CheckpointRef):
         stored = upload_file(canonical, settings.effective_upload_dir)
         canonical = canonical.model_copy(update={"path": stored.name})
     classes = check_dataset(body.dataset, body.sampling, settings.effective_data_roots, ArchiveLimits())
+    # Unknown class counts (a folder sampled whole) are taken at GLUE's minimum of 2 here.
     cost = glue_cost(classes or 2, body.sampling, body.protocol)
     if cost > settings.glue_cost_budget:
         raise TooExpensive(
