@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import torchvision
 from fastapi.testclient import TestClient
 from PIL import Image
 from sqlalchemy import func, select, update
@@ -160,3 +162,23 @@ def test_metrics_labels_stay_bounded(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert "BREW" not in text
     assert 'method="other",route="/v1/runs"' in text
+
+
+def test_two_spellings_of_the_same_weights_are_one_request(
+    client: TestClient, clean_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DEFAULT`` is resolved to its member at submit, from torch hub's cache entry alone (a
+    placeholder file here: the API never reads it)."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    weights = torchvision.models.ResNet18_Weights.DEFAULT
+    cached = tmp_path / "hub" / "checkpoints" / os.path.basename(weights.url)
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"placeholder")
+    dataset = {"source": "builtin", "name": "digits"}
+    unnamed = {"source": "torchvision", "arch": "resnet18"}
+    default = client.post("/v1/jobs", json={"model": unnamed, "dataset": dataset})
+    named = {"source": "torchvision", "arch": "resnet18", "weights": weights.name}
+    explicit = client.post("/v1/jobs", json={"model": named, "dataset": dataset})
+    assert default.status_code == explicit.status_code == 202, default.text
+    assert default.json()["id"] == explicit.json()["id"]
+    assert [job.request["model"] for job in jobs(clean_db)] == [named]
