@@ -8,6 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.api import backtests, checkpoints, gates, health, jobs, rankings, recommendations, runs
 from app.api.errors import install_error_handlers
+from app.body_limits import BodyLimitMiddleware
 from app.metrics import Metrics, MetricsMiddleware
 from app.settings import Settings, get_settings
 
@@ -22,6 +23,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     install_error_handlers(app)
     metrics = Metrics(settings.effective_database_url)
+    app.add_middleware(BodyLimitMiddleware, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     for module in (health, checkpoints, jobs, runs, backtests, recommendations, rankings, gates):
         app.include_router(module.router)

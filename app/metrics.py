@@ -19,6 +19,9 @@ from app.db.models import Job, JobStatus
 from app.db.session import get_sessionmaker
 
 DURATION_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
+# Every label value that comes from a request is drawn from a fixed set, so no client can grow the
+# number of series: methods outside this set count as "other", paths by their route template.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class JobCollector(Collector):
@@ -90,6 +93,6 @@ class MetricsMiddleware:
         finally:
             # The template ("/v1/jobs/{job_id}"), not the raw path, keeps label cardinality bounded.
             route = getattr(scope.get("route"), "path", None) or "unmatched"
-            method = scope["method"]
+            method = scope["method"] if scope["method"] in KNOWN_METHODS else "other"
             self.metrics.latency.labels(method, route).observe(time.perf_counter() - start)
             self.metrics.requests.labels(method, route, str(status)).inc()

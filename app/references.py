@@ -1,4 +1,4 @@
-"""From what a client sends to what core scores, shared by the API (to compute the run key before
+"""From what a client sends to what core scores, shared by the API (to check an upload id before
 queueing) and the worker (to score exactly that).
 
 A job names an uploaded checkpoint by id (its sha256), never by a server path, so a client cannot make
@@ -9,16 +9,13 @@ are confined to the configured data roots by core.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.data.refs import AnyDatasetRef, Sampling, validate_dataset_ref
 from core.errors import ZooError
 from core.markers import Protocol
-from core.zoo import timm_zoo, torchvision_zoo
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef, validate_model_ref
-from core.zoo.weights import sha256_file
 
 FORMATS = {
     ".safetensors": "safetensors",
@@ -75,15 +72,6 @@ def local_model(ref: AnyModelRef, upload_dir: Path) -> AnyModelRef:
     return ref.model_copy(update={"path": str(upload_file(ref, upload_dir))})
 
 
-@dataclass(frozen=True)
-class Identity:
-    """What the run key is made of, known before any computation."""
-
-    weights_sha256: str
-    dataset_fingerprint: str
-    sampling: dict[str, Any]
-
-
 def parse_request(request: dict[str, Any]) -> tuple[AnyModelRef, AnyDatasetRef, Sampling, Protocol]:
     """The stored job request (JSON) back into core's types."""
     return (
@@ -92,12 +80,3 @@ def parse_request(request: dict[str, Any]) -> tuple[AnyModelRef, AnyDatasetRef, 
         Sampling.model_validate(request["sampling"]),
         Protocol.from_dict(request["protocol"]),
     )
-
-
-def weights_sha256(ref: AnyModelRef, upload_dir: Path) -> str:
-    """The content hash of the weights file, without building the network where possible."""
-    if isinstance(ref, CheckpointRef):
-        return upload_file(ref, upload_dir).name.partition(".")[0]
-    if isinstance(ref, TorchvisionRef):
-        return sha256_file(torchvision_zoo.weights_file(torchvision_zoo.weights_enum(ref.arch, ref.weights)))
-    return sha256_file(timm_zoo.weights_file(timm_zoo.build(ref.name)))

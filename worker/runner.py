@@ -1,8 +1,10 @@
 """One job, end to end: claim the row, score through core, store the run and its markers atomically.
 
 Safe to run more than once for the same job (a redelivered message after a worker died, a retry):
-a finished job is left alone, a run already stored under the run key is reused, and the unique run key
-turns a duplicate insert into "link to the existing run". That is what makes acks_late safe.
+a finished job is left alone, a run already stored for the same request is reused (immutable data only),
+and the unique run key turns a duplicate insert into "link to the existing run". That is what makes
+acks_late safe, and how a request the API could not match by its request key (a mutable folder, or
+another spelling of the same content) ends up on the run its content identity names.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Marker, Run
-from app.db.run_key import run_key
+from app.db.run_key import reusable_by_request, run_key
 from app.db.session import session_scope
 from app.references import local_model, parse_request
 from app.settings import Settings
@@ -39,7 +41,7 @@ class JobNotVisible(Exception):
 @dataclass(frozen=True)
 class Claimed:
     job_id: uuid.UUID
-    run_key: str
+    request_key: str
     request: dict[str, Any]
     started: float
 
@@ -52,16 +54,19 @@ def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
             raise JobNotVisible(str(job_id))
         if job.status not in [s.value for s in ACTIVE_STATUSES]:
             return None
-        existing = session.scalar(select(Run.id).where(Run.run_key == job.run_key))
+        existing = None
+        if reusable_by_request(job.request):
+            existing = session.scalar(select(Run).where(Run.request_key == job.request_key).limit(1))
         now = datetime.now(UTC)
         if existing is not None:  # computed meanwhile by another job: nothing to recompute
-            job.status, job.run_id, job.finished_at = JobStatus.succeeded.value, existing, now
+            job.status, job.run_id, job.finished_at = JobStatus.succeeded.value, existing.id, now
+            job.run_key = existing.run_key
             return None
         job.status = JobStatus.running.value
         job.started_at = job.started_at or now
         job.attempts += 1
         job.error_code = job.error_message = None
-        return Claimed(job.id, job.run_key, dict(job.request), time.monotonic())
+        return Claimed(job.id, job.request_key, dict(job.request), time.monotonic())
 
 
 def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None:
@@ -98,6 +103,7 @@ def _run_row(claimed: Claimed, result: ScoreResult) -> Run:
     versions = {spec.name: spec.version for spec in list_markers()}
     return Run(
         run_key=key,
+        request_key=claimed.request_key,
         model_ref=request["model"],
         architecture=result.model.architecture,
         weights_sha256=result.weights_sha256,
@@ -134,6 +140,7 @@ def store(settings: Settings, claimed: Claimed, result: ScoreResult) -> None:
     """The run, its markers and the job's success in one transaction; a duplicate run key links instead."""
     url = settings.effective_database_url
     finished = {"finished_at": datetime.now(UTC), "duration_s": time.monotonic() - claimed.started}
+    done = {"status": JobStatus.succeeded.value, "stage": "done", **finished}
     active = [s.value for s in ACTIVE_STATUSES]
     try:
         with session_scope(url) as session:
@@ -143,7 +150,7 @@ def store(settings: Settings, claimed: Claimed, result: ScoreResult) -> None:
             session.execute(
                 update(Job)
                 .where(Job.id == claimed.job_id, Job.status.in_(active))
-                .values(status=JobStatus.succeeded.value, run_id=run.id, stage="done", **finished)
+                .values(run_id=run.id, run_key=run.run_key, **done)
             )
     except IntegrityError:
         log.info("run %s was stored by another attempt; linking job %s to it", run.run_key, claimed.job_id)
@@ -152,5 +159,5 @@ def store(settings: Settings, claimed: Claimed, result: ScoreResult) -> None:
             session.execute(
                 update(Job)
                 .where(Job.id == claimed.job_id, Job.status.in_(active))
-                .values(status=JobStatus.succeeded.value, run_id=existing, stage="done", **finished)
+                .values(run_id=existing, run_key=run.run_key, **done)
             )

@@ -7,12 +7,11 @@ stored decision once both runs exist. Bad rules are refused (422) before anythin
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from app.api.cursor import decode_cursor, encode_cursor
+from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
 from app.db.models import Gate
@@ -48,8 +47,8 @@ def get_gates(
     session: SessionDep,
     settings: SettingsDep,
     passed: bool | None = None,
-    limit: Annotated[int, Query(ge=1, description="page size, capped by the server")] = 50,
-    cursor: str | None = None,
+    limit: PageLimit = 50,
+    cursor: Cursor = None,
 ) -> GatePage:
     """Gate decisions, newest first."""
     after = decode_cursor(cursor, CREATED, True) if cursor else None

@@ -1,4 +1,4 @@
-"""Scoring jobs: submit (idempotent by run key and by Idempotency-Key), poll, cancel."""
+"""Scoring jobs: submit (idempotent by request key and by Idempotency-Key), poll, cancel."""
 
 from __future__ import annotations
 
@@ -49,7 +49,9 @@ def submit_job(
     session: SessionDep,
     settings: SettingsDep,
     _: WriteAccess,
-    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    idempotency_key: Annotated[
+        str | None, Header(min_length=1, max_length=255, pattern=r"\S", description="replays the first reply")
+    ] = None,
 ) -> JSONResponse:
     """Queue a scoring job (202 + ``Location``), or return the run already computed for it (200)."""
     submitted = job_service.submit(session, settings, body, idempotency_key)

@@ -11,38 +11,41 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, Field
 
+from app.api.cursor import PageLimit
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
+from app.schemas.scoring import NT, Points, ProtocolFields, Repeats
 from app.schemas.triage import Pending, Recommendation, RecommendationPage
 from app.services import triage as triage_service
-from core.data.refs import Sampling, parse_dataset_ref
+from core.data.refs import Classes, PerClass, Sampling, Seed, Split, parse_dataset_ref
 
 router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
 
 DATASET_HELP = "dataset reference: builtin:NAME, folder:PATH, torchvision:CLASS:PATH or archive:PATH"
 
 
-def scoring_query(
-    dataset: Annotated[str, Query(min_length=1, max_length=1100, description=DATASET_HELP)],
-    classes: Annotated[int | None, Query(ge=2, description="classes to sample (default: all)")] = None,
-    per_class: Annotated[int, Query(ge=1, description="images per class")] = 50,
-    split: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_\-]+$")] = None,
-    seed: Annotated[int, Query(ge=0, le=2**31 - 1, description="seeds sampling and markers")] = 0,
-    n_t: Annotated[int, Query(ge=1, le=100_000, description="GLUE draws")] = 1000,
-    points_per_class: Annotated[int, Query(ge=2, le=100_000, description="GLUE points per class")] = 50,
-    repeats: Annotated[int, Query(ge=1, le=100, description="GLUE repeats")] = 1,
-) -> triage_service.Scoring:
-    """The dataset sample and protocol as query parameters, the same for both weights."""
-    try:
-        sampling = Sampling(classes=classes, per_class=per_class, seed=seed, split=split)
-    except ValidationError as exc:
-        raise ApiError(422, "invalid_request", str(exc)) from None
-    protocol = {"n_t": n_t, "seed": seed, "points_per_class": points_per_class, "repeats": repeats}
-    return triage_service.Scoring(
-        parse_dataset_ref(dataset), sampling, triage_service.normalised_protocol(protocol)
+class ScoringQuery(BaseModel):
+    """The dataset sample and protocol as query parameters, the same for both weights; each number is
+    bounded by the same declaration as in the JSON bodies (``Sampling``, ``ProtocolFields``)."""
+
+    dataset: str = Field(min_length=1, max_length=1100, description=DATASET_HELP)
+    classes: Classes = None
+    per_class: PerClass = Sampling().per_class
+    split: Split = None
+    seed: Seed = 0
+    n_t: NT = ProtocolFields().n_t
+    points_per_class: Points = 50
+    repeats: Repeats = 1
+
+
+def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Scoring:
+    sampling = Sampling(classes=query.classes, per_class=query.per_class, seed=query.seed, split=query.split)
+    protocol = ProtocolFields(
+        n_t=query.n_t, seed=query.seed, points_per_class=query.points_per_class, repeats=query.repeats
     )
+    return triage_service.Scoring(parse_dataset_ref(query.dataset), sampling, protocol)
 
 
 ScoringDep = Annotated[triage_service.Scoring, Depends(scoring_query)]
@@ -53,8 +56,10 @@ def list_recommendations(
     session: SessionDep,
     settings: SettingsDep,
     scoring: ScoringDep,
-    limit: Annotated[int, Query(ge=1, description="page size, capped by the server")] = 50,
-    cursor: Annotated[str | None, Query(description="the last architecture of the previous page")] = None,
+    limit: PageLimit = 50,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="the last architecture of the previous page")
+    ] = None,
 ) -> RecommendationPage:
     """Every torchvision architecture with v1/v2 weights, with the verdict computed so far (or null)."""
     architectures = sorted(triage_service.weight_pairs())
@@ -64,7 +69,7 @@ def list_recommendations(
         architectures = architectures[architectures.index(cursor) + 1 :]
     size = min(limit, settings.page_size_max)
     page = architectures[:size]
-    items = triage_service.recommendations_so_far(session, settings, scoring, page)
+    items = triage_service.recommendations_so_far(session, scoring, page)
     return RecommendationPage(items=items, next_cursor=page[-1] if len(architectures) > size else None)
 
 

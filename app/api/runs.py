@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 
-from app.api.cursor import decode_cursor, encode_cursor
+from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep
 from app.api.errors import ApiError, responses
 from app.db.models import Marker, Run
@@ -113,8 +113,8 @@ def get_runs(
     created_before: datetime | None = None,
     sort: Annotated[str, Query(pattern=MARKER_NAME, description="'created_at' or a marker name")] = CREATED,
     order: Order = Order.desc,
-    limit: Annotated[int, Query(ge=1, description="page size, capped by the server")] = 50,
-    cursor: str | None = None,
+    limit: PageLimit = 50,
+    cursor: Cursor = None,
     output: Annotated[Format, Query(alias="format")] = Format.json,
 ) -> RunPage | StreamingResponse:
     if (marker_min is not None or marker_max is not None) and marker is None:

@@ -69,6 +69,8 @@ class Run(Base):
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     run_key: Mapped[str] = mapped_column(String(64), unique=True)
+    # The request key of the job that computed it: how the API finds a run without opening anything.
+    request_key: Mapped[str | None] = mapped_column(String(64), index=True)
     model_ref: Mapped[dict[str, Any]]
     architecture: Mapped[str | None] = mapped_column(String(128), index=True)
     weights_sha256: Mapped[str] = mapped_column(String(64), index=True)
@@ -110,16 +112,18 @@ class Marker(Base):
 class Job(Base):
     """A request to compute a run; its row is the single source of truth for status and progress.
 
-    At most one queued or running job exists per run key (a partial unique index), which is what makes
-    concurrent identical posts collapse into one computation.
+    ``request_key`` hashes the normalised request (``app.db.run_key.request_key``) and is known at
+    submit; ``run_key`` hashes content (weights sha256, dataset fingerprint) and is filled in by the
+    worker, which computes that content identity. At most one queued or running job exists per request
+    key (a partial unique index), which is what makes concurrent identical posts collapse into one job.
     """
 
     __tablename__ = "jobs"
     __table_args__ = (
         CheckConstraint(f"status IN ({_STATUS_VALUES})", name="status"),
         Index(
-            "uq_jobs_active_run_key",
-            "run_key",
+            "uq_jobs_active_request_key",
+            "request_key",
             unique=True,
             postgresql_where=text(f"status IN ({_ACTIVE_VALUES})"),
             sqlite_where=text(f"status IN ({_ACTIVE_VALUES})"),
@@ -128,7 +132,8 @@ class Job(Base):
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     status: Mapped[str] = mapped_column(String(16), default=JobStatus.queued.value, index=True)
-    run_key: Mapped[str] = mapped_column(String(64), index=True)
+    request_key: Mapped[str] = mapped_column(String(64), index=True)
+    run_key: Mapped[str | None] = mapped_column(String(64), index=True)
     request: Mapped[dict[str, Any]]
     idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
     request_hash: Mapped[str] = mapped_column(String(64))

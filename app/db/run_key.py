@@ -1,6 +1,7 @@
-"""The run key: what makes two scoring requests the same question.
+"""The run key: what makes two scoring requests the same question; the request key: what the API
+can tell of it before any content is read.
 
-It hashes content, not names: the weights file's sha256 and the dataset fingerprint, plus the exact
+The run key hashes content, not names: the weights file's sha256 and the dataset fingerprint, plus the exact
 sampling and protocol. Renaming a file or a model changes nothing; retraining or another seed does.
 """
 
@@ -25,3 +26,22 @@ def run_key(
         "protocol": protocol,
     }
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+# Dataset sources whose reference pins their content: a package version, an archive's bytes (an upload's
+# name is its sha256). A folder or a torchvision root can change under the same name.
+IMMUTABLE_DATASET_SOURCES = frozenset({"builtin", "archive"})
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """The hash of the normalised request (canonical model reference, dataset reference, sampling and
+    protocol with every default filled in): what the API can know without opening any content."""
+    payload = {part: request[part] for part in ("model", "dataset", "sampling", "protocol")}
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+def reusable_by_request(request: dict[str, Any]) -> bool:
+    """Whether a run stored for this request key answers a new request with that key. Only for
+    immutable datasets: a folder's request is always queued, and the worker links it to the run its
+    content identity names (features come from the cache, so that costs no forward pass)."""
+    return str(request["dataset"].get("source")) in IMMUTABLE_DATASET_SOURCES

@@ -1,4 +1,4 @@
-"""Queries behind the triage answers: stored torchvision v1/v2 runs, and the gate history.
+"""Queries behind the triage answers: stored runs by request key, and the gate history.
 
 The gate history pages by keyset on (created_at, id), newest first, like the run history.
 """
@@ -14,20 +14,19 @@ from app.db.models import Gate, Run
 from app.db.run_queries import PageKey
 
 
-def torchvision_runs(session: Session, architectures: Collection[str], dataset_fingerprint: str) -> list[Run]:
-    """Runs of the given torchvision architectures on one dataset sample, newest first.
-
-    Sampling, protocol and weights are in JSON columns and compared by the caller: this narrows by the
-    indexed columns, which leaves a handful of rows per architecture.
-    """
-    if not architectures:
-        return []
+def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> dict[str, Run]:
+    """The newest stored run of each request key (keys with none are absent), by the indexed column."""
+    if not request_keys:
+        return {}
     query = (
         select(Run)
-        .where(Run.architecture.in_(list(architectures)), Run.dataset_fingerprint == dataset_fingerprint)
+        .where(Run.request_key.in_(list(request_keys)))
         .order_by(Run.created_at.desc(), Run.id.desc())
     )
-    return [run for run in session.scalars(query) if run.model_ref.get("source") == "torchvision"]
+    newest: dict[str, Run] = {}
+    for run in session.scalars(query):
+        newest.setdefault(str(run.request_key), run)
+    return newest
 
 
 def list_gates(

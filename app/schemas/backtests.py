@@ -7,6 +7,8 @@ import uuid
 
 from pydantic import BaseModel, Field, field_validator
 
+from core.data.refs import Seed
+
 MAX_RUNS = 5000
 
 
@@ -17,7 +19,7 @@ class BacktestRequest(BaseModel):
     outcomes: dict[uuid.UUID, float] = Field(min_length=3, max_length=MAX_RUNS)
     markers: list[str] | None = Field(default=None, min_length=1, max_length=100)
     n_boot: int = Field(default=2000, ge=100, le=20000, description="bootstrap resamples")
-    seed: int = Field(default=0, ge=0, description="bootstrap seed")
+    seed: Seed = 0
 
     @field_validator("outcomes")
     @classmethod

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
 from core.zoo.refs import ModelRef
 
@@ -20,11 +20,7 @@ class JobRequest(BaseModel):
     model: ModelRef
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: dict[str, Any] = Field(
-        default_factory=dict,
-        description="GLUE protocol fields (points_per_class, n_t, seed, centering, dichotomy, repeats); "
-        "missing fields take their defaults",
-    )
+    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
 
 
 class Progress(BaseModel):

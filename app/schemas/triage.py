@@ -13,17 +13,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.schemas.jobs import JobOut
+from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
 
 MAX_CANDIDATES = 32
 MAX_RULES = 50
 
-PROTOCOL_FIELD: Any = Field(
-    default_factory=dict,
-    description="GLUE protocol fields (points_per_class, n_t, seed, centering, dichotomy, repeats); "
-    "missing fields take their defaults",
-)
 
 
 class Pending(BaseModel):
@@ -108,7 +104,7 @@ class RankingRequest(BaseModel):
     candidates: list[AnyModel] = Field(min_length=1, max_length=MAX_CANDIDATES)
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: dict[str, Any] = PROTOCOL_FIELD
+    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
 
 
 class RankedOut(ScoredModel):
@@ -161,7 +157,7 @@ class GateRequest(BaseModel):
     baseline: Subject
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: dict[str, Any] = PROTOCOL_FIELD
+    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
     rules: list[Annotated[str, Field(max_length=200)]] = Field(
         min_length=1,
         max_length=MAX_RULES,

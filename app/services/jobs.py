@@ -1,9 +1,15 @@
-"""Submitting and cancelling jobs: where a request becomes a run key, a finished run or one queued job.
+"""Submitting and cancelling jobs: where a request becomes a request key, a finished run or one queued job.
 
-The order matters. The job row is flushed (taking the partial unique index on active run keys) before
-the task is published, and committed only after: if the broker is down the transaction rolls back and
-nothing is left half-written; if an identical request races us, the index makes it wait for our commit
-and then find our job, so N identical posts queue one computation.
+The API knows a request by its request key (``app.db.run_key.request_key``: the normalised request,
+computed without opening anything); the worker computes the content identity and the run key. A
+request on immutable data (builtin, archive, upload) whose key already has a run gets that run; any
+other request with no active job under its key is queued, and the worker links it to the run its
+content names if one exists (see ``worker.runner``).
+
+The order matters. The job row is flushed (taking the partial unique index on active request keys)
+before the task is published, and committed only after: if the broker is down the transaction rolls
+back and nothing is left half-written; if an identical request races us, the index makes it wait for
+our commit and then find our job, so N identical posts queue one computation.
 """
 
 from __future__ import annotations
@@ -11,7 +17,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -19,12 +24,11 @@ from sqlalchemy.orm import Session
 
 from app.api.errors import ApiError
 from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
-from app.db.run_key import canonical_json, run_key
+from app.db.run_key import canonical_json
 from app.queue import enqueue_score, revoke
 from app.schemas.jobs import JobRequest
-from app.services.identity import identify
+from app.services.admission import Admitted, admit
 from app.settings import Settings
-from core.markers import Protocol
 
 
 @dataclass(frozen=True)
@@ -35,16 +39,17 @@ class Submitted:
     job: Job | None = None
 
 
-def _protocol(body: JobRequest) -> dict[str, Any]:
-    try:
-        return Protocol.from_dict(dict(body.protocol)).to_dict()
-    except (ValueError, TypeError) as exc:
-        raise ApiError(422, "invalid_protocol", str(exc)) from exc
-
-
 def _active_job(session: Session, key: str) -> Job | None:
     active = [s.value for s in ACTIVE_STATUSES]
-    return session.scalar(select(Job).where(Job.run_key == key, Job.status.in_(active)))
+    return session.scalar(select(Job).where(Job.request_key == key, Job.status.in_(active)))
+
+
+def stored_run(session: Session, admitted: Admitted) -> Run | None:
+    """The newest run stored for this request, when a stored run may answer it (immutable data)."""
+    if not admitted.reusable:
+        return None
+    newest = select(Run).where(Run.request_key == admitted.request_key).order_by(Run.created_at.desc())
+    return session.scalar(newest.limit(1))
 
 
 def _replay(session: Session, idempotency_key: str, request_hash: str) -> Submitted | None:
@@ -57,20 +62,19 @@ def _replay(session: Session, idempotency_key: str, request_hash: str) -> Submit
 
 
 def submit(session: Session, settings: Settings, body: JobRequest, idempotency_key: str | None) -> Submitted:
-    request = body.model_dump(mode="json")
-    request_hash = hashlib.sha256(canonical_json(request).encode()).hexdigest()
+    # The body's models fill in every default, so spelling a default out is the same request.
+    request_hash = hashlib.sha256(canonical_json(body.model_dump(mode="json")).encode()).hexdigest()
     if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash)):
         return replayed
-    protocol = _protocol(body)
-    identity = identify(body, settings)
-    key = run_key(identity.weights_sha256, identity.dataset_fingerprint, identity.sampling, protocol)
-    if (run := session.scalar(select(Run).where(Run.run_key == key))) is not None:
+    admitted = admit(body, settings)
+    key = admitted.request_key
+    if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
     if (job := _active_job(session, key)) is not None:
         return Submitted(job=job)
     job = Job(
-        run_key=key,
-        request={**request, "protocol": protocol, "sampling": identity.sampling},
+        request_key=key,
+        request=admitted.request,
         request_hash=request_hash,
         idempotency_key=idempotency_key,
         status=JobStatus.queued.value,
@@ -80,7 +84,7 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         session.flush()
     except IntegrityError:
         session.rollback()
-        return _after_race(session, key, idempotency_key, request_hash)
+        return _after_race(session, admitted, idempotency_key, request_hash)
     try:
         enqueue_score(settings, str(job.id))
     except Exception:
@@ -90,13 +94,15 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
     return Submitted(job=job)
 
 
-def _after_race(session: Session, key: str, idempotency_key: str | None, request_hash: str) -> Submitted:
+def _after_race(
+    session: Session, admitted: Admitted, idempotency_key: str | None, request_hash: str
+) -> Submitted:
     """Another request committed the same job (or idempotency key) first: answer with theirs."""
     if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash)):
         return replayed
-    if (job := _active_job(session, key)) is not None:
+    if (job := _active_job(session, admitted.request_key)) is not None:
         return Submitted(job=job)
-    if (run := session.scalar(select(Run).where(Run.run_key == key))) is not None:
+    if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
     raise ApiError(409, "conflict", "a concurrent identical request is being handled; retry")
 

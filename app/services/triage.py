@@ -13,17 +13,18 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.api.errors import ApiError
 from app.api.jobs import job_out
 from app.db.models import Gate, Job, Marker, Run
+from app.db.run_key import request_key
 from app.db.run_queries import markers_of
-from app.db.triage_queries import torchvision_runs
+from app.db.triage_queries import newest_runs_by_request
 from app.references import AnyModelRef
 from app.schemas.jobs import JobRequest
+from app.schemas.scoring import ProtocolFields
 from app.schemas.triage import (
     Comparison,
     GateOut,
@@ -40,11 +41,10 @@ from app.schemas.triage import (
     WeightsOut,
 )
 from app.services import jobs as job_service
+from app.services.admission import normalised_request
 from app.settings import Settings
-from core.data.open import open_dataset
 from core.data.refs import AnyDatasetRef, Sampling
-from core.data.sampling import sample
-from core.markers import Protocol, list_markers
+from core.markers import list_markers
 from core.triage import (
     MarkerRecord,
     RuleError,
@@ -69,7 +69,7 @@ class Scoring:
 
     dataset: AnyDatasetRef
     sampling: Sampling
-    protocol: dict[str, Any]
+    protocol: ProtocolFields
 
 
 @dataclass(frozen=True)
@@ -94,14 +94,6 @@ def record_of(label: str, markers: list[Marker]) -> MarkerRecord:
     return MarkerRecord(label, {m.name: m.value for m in markers}, {m.name: m.std for m in markers})
 
 
-def normalised_protocol(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Every protocol field, defaults filled in: the form runs are stored and compared in."""
-    try:
-        return Protocol.from_dict(dict(fields)).to_dict()
-    except (ValueError, TypeError) as exc:
-        raise ApiError(422, "invalid_protocol", str(exc)) from exc
-
-
 def label_of(ref: AnyModelRef) -> str:
     """The short string a user would type for ``ref`` (see ``core.zoo.refs``): names candidates."""
     if isinstance(ref, TorchvisionRef):
@@ -113,6 +105,12 @@ def label_of(ref: AnyModelRef) -> str:
     return f"{'tv' if ref.library == 'torchvision' else 'timm'}:{ref.architecture}@{ref.path}"
 
 
+def _request(model: AnyModelRef, scoring: Scoring) -> JobRequest:
+    return JobRequest(
+        model=model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol
+    )
+
+
 def gather(
     session: Session, settings: Settings, models: Mapping[str, AnyModelRef], scoring: Scoring
 ) -> Gathered:
@@ -121,10 +119,7 @@ def gather(
     runs: dict[str, Run] = {}
     jobs: dict[uuid.UUID, Job] = {}
     for label, model in models.items():
-        request = JobRequest(
-            model=model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol
-        )
-        submitted = job_service.submit(session, settings, request, None)
+        submitted = job_service.submit(session, settings, _request(model, scoring), None)
         if submitted.run is not None:
             runs[label] = submitted.run
         elif submitted.job is not None:
@@ -208,18 +203,20 @@ def recommend(session: Session, settings: Settings, arch: str, scoring: Scoring)
 
 
 def recommendations_so_far(
-    session: Session, settings: Settings, scoring: Scoring, architectures: list[str]
+    session: Session, scoring: Scoring, architectures: list[str]
 ) -> list[RecommendationSummary]:
-    """The verdicts the stored runs already give, computing nothing: an architecture whose two runs
-    are not both stored under this dataset sample and protocol has ``verdict=None``."""
-    images = open_dataset(scoring.dataset, scoring.sampling.split, roots=settings.effective_data_roots)
-    fingerprint = sample(images, scoring.sampling).fingerprint
-    sampling = scoring.sampling.model_dump(mode="json")
-    latest: dict[tuple[str, str], Run] = {}
-    for run in torchvision_runs(session, architectures, fingerprint):
-        weights = run.model_ref.get("weights")
-        if run.sampling == sampling and run.protocol == scoring.protocol and weights in (V1, V2):
-            latest.setdefault((str(run.architecture), str(weights)), run)
+    """The verdicts the stored runs already give, computing nothing and opening nothing: an
+    architecture whose two runs are not both stored for this dataset, sampling and protocol (found by
+    request key) has ``verdict=None``."""
+    keys = {
+        (arch, weights): request_key(
+            normalised_request(_request(TorchvisionRef(arch=arch, weights=weights), scoring))
+        )
+        for arch in architectures
+        for weights in (V1, V2)
+    }
+    by_key = newest_runs_by_request(session, set(keys.values()))
+    latest = {pair: by_key[key] for pair, key in keys.items() if key in by_key}
     markers = markers_of(session, [run.id for run in latest.values()])
     pairs = weight_pairs()
     items = []
@@ -254,7 +251,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
         if label in models:
             raise ApiError(422, "duplicate_candidates", f"candidate {label} is listed more than once")
         models[label] = ref
-    scoring = Scoring(body.dataset, body.sampling, normalised_protocol(body.protocol))
+    scoring = Scoring(body.dataset, body.sampling, body.protocol)
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
@@ -300,7 +297,8 @@ def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
 def _check_scored_alike(run: Run, side: str, scoring: Scoring) -> None:
     """A stored run is only compared under the gate's own sampling and protocol: checked before
     anything is queued for the other side, so a mismatch costs no scoring."""
-    if run.sampling != scoring.sampling.model_dump(mode="json") or run.protocol != scoring.protocol:
+    sampling, protocol = scoring.sampling.model_dump(mode="json"), scoring.protocol.model_dump()
+    if run.sampling != sampling or run.protocol != protocol:
         raise ApiError(
             422,
             "incomparable_runs",
@@ -328,7 +326,7 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         raise ApiError(422, "unknown_metric", str(exc)) from None
     except RuleError as exc:
         raise ApiError(422, "invalid_rule", str(exc)) from None
-    scoring = Scoring(body.dataset, body.sampling, normalised_protocol(body.protocol))
+    scoring = Scoring(body.dataset, body.sampling, body.protocol)
     runs: dict[str, Run] = {}
     models: dict[str, AnyModelRef] = {}
     for side, subject in (("candidate", body.candidate), ("baseline", body.baseline)):

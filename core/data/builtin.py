@@ -124,13 +124,34 @@ BUILTIN: dict[str, tuple[Callable[[str], ImageSet], tuple[str, ...]]] = {
     "foolbox-imagenet": (_foolbox_imagenet, ("val",)),
 }
 
+# Images per class label, per (name, split): static facts of the pinned packages, so the API can check
+# a sampling request without opening anything (a unit test compares them with the opened sets).
+CLASS_COUNTS: dict[tuple[str, str], dict[int, int]] = {
+    ("mnist", "test"): dict(enumerate((980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009))),
+    ("mnist", "train"): dict(enumerate((4932, 5678, 4968, 5101, 4859, 4506, 4951, 5175, 4842, 4988))),
+    ("mnist", "val"): dict(enumerate((991, 1064, 990, 1030, 983, 915, 967, 1090, 1009, 961))),
+    ("animal-mnist", "all"): dict.fromkeys(range(10), 1000),
+    ("digits", "all"): dict(enumerate((178, 182, 177, 183, 181, 182, 181, 179, 174, 180))),
+    ("foolbox-imagenet", "val"): {
+        **dict.fromkeys((22, 99, 129, 243, 251, 305, 317, 438, 455, 471, 541, 559), 1),
+        **dict.fromkeys((630, 741, 853, 915, 949, 990), 1),
+        609: 2,
+    },
+}
 
-def open_builtin(name: str, split: str | None) -> ImageSet:
-    """The builtin set ``name``; ``split=None`` is its first listed split."""
+
+def builtin_split(name: str, split: str | None) -> str:
+    """The split ``split`` names (``None``: the first listed), or ``UnknownDataset``/``BadSampling``."""
     if name not in BUILTIN:
         raise UnknownDataset(f"no builtin dataset {name!r} (known: {', '.join(BUILTIN)})")
-    opener, splits = BUILTIN[name]
+    splits = BUILTIN[name][1]
     chosen = split or splits[0]
     if chosen not in splits:
         raise BadSampling(f"builtin:{name} has split(s) {', '.join(splits)}, not {chosen!r}")
-    return opener(chosen)
+    return chosen
+
+
+def open_builtin(name: str, split: str | None) -> ImageSet:
+    """The builtin set ``name``; ``split=None`` is its first listed split."""
+    chosen = builtin_split(name, split)
+    return BUILTIN[name][0](chosen)

@@ -18,6 +18,11 @@ from core.data.images import FileLoader, ImageSet, Picture
 from core.data.roots import ensure_inside, resolve_under_roots
 from core.errors import BadSampling, UnknownDataset
 
+# torchvision dataset classes that read a local folder with (root, train|split, download) alone and
+# expose their labels; any other class (LSUN needs an extra module, CelebA has no single label) is refused.
+TORCHVISION_CLASSES = (
+    "CIFAR10", "CIFAR100", "FashionMNIST", "ImageNet", "KMNIST", "MNIST", "STL10", "SVHN", "USPS"
+)
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".ppm", ".pgm"}
 
 
@@ -67,13 +72,20 @@ class TorchvisionLoader:
         return image
 
 
+def torchvision_class(name: str) -> type[torchvision.datasets.VisionDataset]:
+    """The supported torchvision dataset class ``name``, or ``UnknownDataset``."""
+    if name not in TORCHVISION_CLASSES:
+        supported = ", ".join(TORCHVISION_CLASSES)
+        raise UnknownDataset(f"torchvision has no supported dataset class {name!r} (supported: {supported})")
+    cls: type[torchvision.datasets.VisionDataset] = getattr(torchvision.datasets, name)
+    return cls
+
+
 def open_torchvision(
     name: str, relative: str, split: str | None, roots: list[Path], label_space: str | None
 ) -> ImageSet:
     """A torchvision dataset class reading ``relative`` under a root, never downloading."""
-    cls = getattr(torchvision.datasets, name, None)
-    if not (inspect.isclass(cls) and issubclass(cls, torchvision.datasets.VisionDataset)):
-        raise UnknownDataset(f"torchvision has no dataset class {name!r}")
+    cls = torchvision_class(name)
     folder, _ = resolve_under_roots(relative, roots)
     params = inspect.signature(cls).parameters
     kwargs: dict[str, Any] = {"root": str(folder)}

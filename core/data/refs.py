@@ -58,15 +58,28 @@ AnyDatasetRef = BuiltinRef | FolderRef | TorchvisionDatasetRef | ArchiveRef
 _ADAPTER: TypeAdapter[AnyDatasetRef] = TypeAdapter(DatasetRef)
 
 
+CLASSES_MAX = 10_000
+PER_CLASS_MAX = 10_000
+SEED_MAX = 2**31 - 1
+Classes = Annotated[int | None, Field(ge=2, le=CLASSES_MAX, description="classes to sample (None: all)")]
+PerClass = Annotated[
+    int | None, Field(ge=1, le=PER_CLASS_MAX, description="images per class (None: every image)")
+]
+Seed = Annotated[int, Field(ge=0, le=SEED_MAX, description="seeds the sampling and the markers")]
+Split = Annotated[str | None, Field(max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")]
+
+
 class Sampling(BaseModel):
     """P classes (``classes``; ``None`` = all, else a seeded choice) × M images per class
-    (``per_class``; ``None`` = every image), from ``split`` (``None`` = the source's default)."""
+    (``per_class``; ``None`` = every image), from ``split`` (``None`` = the source's default).
+
+    Every number is bounded here, once: the API's routes all take this model."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    classes: int | None = Field(default=None, ge=2)
-    per_class: int | None = Field(default=50, ge=1)
-    seed: int = Field(default=0, ge=0)
-    split: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_\-]+$")
+    classes: Classes = None
+    per_class: PerClass = 50
+    seed: Seed = 0
+    split: Split = None
 
 
 def validate_dataset_ref(data: object) -> AnyDatasetRef:

@@ -17,7 +17,9 @@ from core.errors import PathOutsideRoots, UnknownDataset
 def resolve_under_roots(relative: str, roots: Sequence[Path | str]) -> tuple[Path, Path]:
     """``(real path, its root)`` of the first root holding ``relative``."""
     pure = PurePosixPath(relative)
-    if not relative or pure.is_absolute() or relative.startswith(("~", "\\")) or ":" in pure.parts[0]:
+    if not pure.parts:
+        raise PathOutsideRoots(f"{relative!r}: name a folder or file inside a data root, not the root itself")
+    if pure.is_absolute() or relative.startswith(("~", "\\")) or ":" in pure.parts[0]:
         raise PathOutsideRoots(f"{relative!r}: dataset paths are relative to a data root")
     if ".." in pure.parts:
         raise PathOutsideRoots(f"{relative!r}: '..' is not allowed in dataset paths")

@@ -29,25 +29,47 @@ class Sample:
 def sample(images: ImageSet, sampling: Sampling) -> Sample:
     """P classes (all, or a seeded choice) × M images each (seeded, without replacement)."""
     rng = np.random.default_rng(sampling.seed)
-    present = np.unique(images.labels)
-    if sampling.classes is not None:
-        if sampling.classes > len(present):
-            raise BadSampling(f"asked for {sampling.classes} classes, the dataset has {len(present)}")
-        present = np.sort(rng.choice(present, size=sampling.classes, replace=False))
+    present, counts = np.unique(images.labels, return_counts=True)
+    picked = choose_classes(present, counts, sampling, rng, images.classes)
     chosen = []
-    for label in present:
+    for label in present[picked]:
         members = np.flatnonzero(images.labels == label)
         if sampling.per_class is not None:
-            if len(members) < sampling.per_class:
-                raise BadSampling(
-                    f"class {images.classes[label] if label < len(images.classes) else label} has "
-                    f"{len(members)} images, fewer than the {sampling.per_class} asked per class"
-                )
             members = np.sort(rng.choice(members, size=sampling.per_class, replace=False))
         chosen.append(members)
     indices = np.concatenate(chosen).astype(np.int64)
-    classes = tuple(int(c) for c in present)
+    classes = tuple(int(c) for c in present[picked])
     return Sample(indices, classes, _fingerprint(images, sampling, classes, indices))
+
+
+def choose_classes(
+    present: np.ndarray,
+    counts: np.ndarray,
+    sampling: Sampling,
+    rng: np.random.Generator,
+    names: tuple[str, ...] = (),
+) -> np.ndarray:
+    """Positions in ``present`` (sorted labels, ``counts`` images each) of the classes to sample,
+    or ``BadSampling`` when the request cannot be met.
+
+    It needs only the per-class counts, so a dataset whose counts are static facts (builtin sets) is
+    checked without being opened, with the same seeded draw ``sample`` then makes.
+    """
+    picked = np.arange(len(present))
+    if sampling.classes is not None:
+        if sampling.classes > len(present):
+            raise BadSampling(f"asked for {sampling.classes} classes, the dataset has {len(present)}")
+        picked = np.sort(rng.choice(picked, size=sampling.classes, replace=False))
+    if sampling.per_class is not None:
+        short = [k for k in picked if counts[k] < sampling.per_class]
+        if short:
+            label = int(present[short[0]])
+            name = names[label] if label < len(names) else str(label)
+            raise BadSampling(
+                f"class {name} has {int(counts[short[0]])} images, fewer than the "
+                f"{sampling.per_class} asked per class"
+            )
+    return picked
 
 
 def _fingerprint(images: ImageSet, sampling: Sampling, classes: tuple[int, ...], indices: np.ndarray) -> str:

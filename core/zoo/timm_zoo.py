@@ -14,6 +14,7 @@ from typing import Any
 
 import timm
 import torch
+from timm.models import get_pretrained_cfg
 from torch import nn
 
 from core.errors import UnknownModel, WeightsNotAvailable
@@ -22,14 +23,22 @@ from core.zoo.preprocess import Preprocess, from_timm
 _HF_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
-def build(name: str) -> nn.Module:
-    """``name`` (``arch`` or ``arch.tag``) with random weights; the tag selects the pretrained config."""
+def check_name(name: str) -> str:
+    """``name`` with its pretrained tag made explicit (``resnet50`` -> ``resnet50.a1_in1k``, timm's
+    default), or ``UnknownModel``; static: nothing is built."""
     arch = name.partition(".")[0]
     if not timm.is_model(arch):
         raise UnknownModel(f"timm has no model {arch!r}")
     if "." in name and name not in timm.list_pretrained(arch + ".*"):
         tags = ", ".join(timm.list_pretrained(arch + ".*")) or "none"
         raise UnknownModel(f"timm has no pretrained tag {name!r} (known: {tags})")
+    cfg = get_pretrained_cfg(name)
+    return f"{arch}.{cfg.tag}" if cfg is not None and cfg.tag else name
+
+
+def build(name: str) -> nn.Module:
+    """``name`` (``arch`` or ``arch.tag``) with random weights; the tag selects the pretrained config."""
+    check_name(name)
     model: nn.Module = timm.create_model(name, pretrained=False)
     return model
 
@@ -45,13 +54,26 @@ def head_name(model: nn.Module) -> str:
 
 
 def weights_file(model: nn.Module) -> Path:
-    """The cached pretrained file for the model's config, or ``WeightsNotAvailable``."""
+    """The cached pretrained file for the model's config (downloaded when allowed), or
+    ``WeightsNotAvailable``."""
     cfg: dict[str, Any] = model.pretrained_cfg  # type: ignore[assignment]
+    return _weights_file(cfg, download=True)
+
+
+def cached_weights_file(name: str) -> Path:
+    """The pretrained file of ``name`` if it is already in a local cache: no model built, no network."""
+    cfg = get_pretrained_cfg(check_name(name))
+    if cfg is None:
+        raise WeightsNotAvailable(f"timm has no pretrained weights for {name!r}")
+    return _weights_file(cfg.to_dict(), download=False)
+
+
+def _weights_file(cfg: dict[str, Any], download: bool) -> Path:
     name = f"{cfg.get('architecture')}.{cfg.get('tag')}"
     hub_id = cfg.get("hf_hub_id")
     if hub_id:
         named = cfg.get("hf_hub_filename")
-        found = _hf_file(hub_id, (named, *_HF_FILES) if named else _HF_FILES)
+        found = _hf_file(hub_id, (named, *_HF_FILES) if named else _HF_FILES, download)
         if found is not None:
             return found
     url = cfg.get("url")
@@ -62,7 +84,7 @@ def weights_file(model: nn.Module) -> Path:
     raise WeightsNotAvailable(f"timm weights {name} are not in the local caches (HF hub or torch hub)")
 
 
-def _hf_file(hub_id: str, filenames: tuple[str, ...]) -> Path | None:
+def _hf_file(hub_id: str, filenames: tuple[str, ...], download: bool) -> Path | None:
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
@@ -70,7 +92,7 @@ def _hf_file(hub_id: str, filenames: tuple[str, ...]) -> Path | None:
         cached = try_to_load_from_cache(hub_id, filename)
         if isinstance(cached, str):
             return Path(cached)
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+    if not download or os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
         return None
     for filename in filenames:
         try:

@@ -48,13 +48,16 @@ def build(arch: str, num_classes: int) -> nn.Module:
     return model
 
 
-def weights_file(weights: WeightsEnum) -> Path:
-    """The local file of ``weights``: torch hub's cache entry, downloaded if missing and reachable.
+def cache_path(weights: WeightsEnum) -> Path:
+    """Where torch hub keeps ``weights`` (``$TORCH_HOME/hub/checkpoints/`` + the URL's basename, the
+    path ``weights.get_state_dict()`` uses), so files placed there by torchvision, by hand, or by an
+    image build all count."""
+    return Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(weights.url)
 
-    The cache path is the one ``weights.get_state_dict()`` uses (``$TORCH_HOME/hub/checkpoints/`` +
-    the URL's basename), so files placed there by torchvision, by hand, or by an image build all count.
-    """
-    path = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(weights.url)
+
+def weights_file(weights: WeightsEnum) -> Path:
+    """The local file of ``weights``: torch hub's cache entry, downloaded if missing and reachable."""
+    path = cache_path(weights)
     if not path.is_file():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -80,6 +81,13 @@ def client(settings: Settings, clean_db: str) -> Iterator[TestClient]:
 @pytest.fixture(scope="session")
 def mnist_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return export_mnist_cnn(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture
+def program_ref(client: TestClient, mnist_program: Path) -> dict[str, Any]:
+    """The real MNIST program uploaded through the API, as a job's model reference."""
+    uploaded = client.post("/v1/checkpoints", files={"file": ("m.pt2", mnist_program.read_bytes())})
+    return {"source": "checkpoint", "path": uploaded.json()["model_path"]}
 
 
 @pytest.fixture(scope="session")

@@ -91,6 +91,13 @@ class Stack:
 
 
 def start_stack(settings: Settings, logs: Path, **extra_env: str) -> Stack:
+    stack = start_api(settings, logs, **extra_env)
+    stack.start_worker()
+    return stack
+
+
+def start_api(settings: Settings, logs: Path, **extra_env: str) -> Stack:
+    """uvicorn alone, in its own process (whose memory a test can read), answering /healthz."""
     port = free_port()
     env = service_env(settings, **extra_env)
     api_log = open(logs / "api.log", "wb")  # noqa: SIM115
@@ -111,6 +118,4 @@ def start_stack(settings: Settings, logs: Path, **extra_env: str) -> Stack:
         if api.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the API did not start; see {logs / 'api.log'}")
         time.sleep(0.2)
-    stack = Stack(base_url, env, logs, api)
-    stack.start_worker()
-    return stack
+    return Stack(base_url, env, logs, api)

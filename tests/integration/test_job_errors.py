@@ -16,12 +16,8 @@ from app.main import create_app
 from app.settings import Settings
 
 MNIST = {"source": "builtin", "name": "mnist"}
-
-
-@pytest.fixture
-def program_ref(client: TestClient, mnist_program: Path) -> dict[str, Any]:
-    uploaded = client.post("/v1/checkpoints", files={"file": ("m.pt2", mnist_program.read_bytes())})
-    return {"source": "checkpoint", "path": uploaded.json()["model_path"]}
+NO_SPLIT = {"sampling": {"per_class": 5}}
+FOOLBOX = {"source": "builtin", "name": "foolbox-imagenet"}  # one image per class (two for one class)
 
 
 def body(model: dict[str, Any], dataset: dict[str, Any] = MNIST, **extra: Any) -> dict[str, Any]:
@@ -53,11 +49,21 @@ def jobs_in(database_url: str) -> int:
         ("PROGRAM", {"source": "folder", "path": "../outside"}, {}, 403, "path_outside_roots"),
         ("PROGRAM", {"source": "folder", "path": "/etc"}, {}, 403, "path_outside_roots"),
         ("PROGRAM", {"source": "folder", "path": "not/there"}, {}, 404, "unknown_dataset"),
-        ("PROGRAM", MNIST, {"protocol": {"n_t": 0}}, 422, "invalid_protocol"),
-        ("PROGRAM", MNIST, {"protocol": {"centering": "sideways"}}, 422, "invalid_protocol"),
-        ("PROGRAM", MNIST, {"protocol": {"bogus": 1}}, 422, "invalid_protocol"),
+        ("PROGRAM", {"source": "folder", "path": "."}, NO_SPLIT, 403, "path_outside_roots"),
+        ("PROGRAM", {"source": "torchvision", "name": "LSUN", "path": "lsun"}, {}, 404, "unknown_dataset"),
+        ("PROGRAM", {"source": "archive", "path": "absent.npz"}, NO_SPLIT, 404, "unknown_dataset"),
+        ("PROGRAM", MNIST, {"protocol": {"n_t": 0}}, 422, "invalid_request"),
+        ("PROGRAM", MNIST, {"protocol": {"n_t": 10**12}}, 422, "invalid_request"),
+        ("PROGRAM", MNIST, {"protocol": {"repeats": 10**6}}, 422, "invalid_request"),
+        ("PROGRAM", MNIST, {"protocol": {"n_t": 100_000, "repeats": 100}}, 422, "too_expensive"),
+        ("PROGRAM", MNIST, {"protocol": {"centering": "sideways"}}, 422, "invalid_request"),
+        ("PROGRAM", MNIST, {"protocol": {"bogus": 1}}, 422, "invalid_request"),
         ("PROGRAM", MNIST, {"protocol": "fast"}, 422, "invalid_request"),
-        ("PROGRAM", MNIST, {"sampling": {"per_class": 10**6, "split": "test"}}, 422, "bad_sampling"),
+        ("PROGRAM", MNIST, {"sampling": {"per_class": 10**6, "split": "test"}}, 422, "invalid_request"),
+        ("PROGRAM", MNIST, {"sampling": {"seed": 2**63}}, 422, "invalid_request"),
+        ("PROGRAM", MNIST, {"sampling": {"per_class": 1000, "split": "test"}}, 422, "bad_sampling"),
+        ("PROGRAM", MNIST, {"sampling": {"split": "nope"}}, 422, "bad_sampling"),
+        ("PROGRAM", FOOLBOX, {"sampling": {"per_class": 2}}, 422, "bad_sampling"),
         ("PROGRAM", MNIST, {"sampling": {"classes": 1}}, 422, "invalid_request"),
     ],
 )

@@ -246,5 +246,5 @@ def test_cancelling_a_running_job_stops_it_before_a_run_is_stored(
     assert job["status"] == "cancelled"
     assert job["run_id"] is None
     with session_scope(database_url) as session:
-        key = session.scalar(select(Job.run_key).where(Job.id == posted.json()["id"]))
-    assert count(database_url, Run, Run.run_key == key) == 0
+        key = session.scalar(select(Job.request_key).where(Job.id == posted.json()["id"]))
+    assert key is not None and count(database_url, Run, Run.request_key == key) == 0

@@ -14,7 +14,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import delete, select
 
 from app.db.models import Gate, Job, Marker, Run
+from app.db.run_key import request_key
 from app.db.session import session_scope
+from app.schemas.jobs import JobRequest
+from app.services.admission import normalised_request
 from app.settings import Settings
 from core.data.open import open_dataset
 from core.data.refs import BuiltinRef, Sampling
@@ -54,8 +57,13 @@ def stored_run(
     fingerprint: str | None = None,
     stds: dict[str, float] | None = None,
 ) -> uuid.UUID:
+    """A run as the worker stores it; one of a real model carries the request key the API finds it by."""
+    request = model and JobRequest.model_validate(
+        {"model": model, "dataset": DIGITS, "sampling": SAMPLING.model_dump(), "protocol": protocol.to_dict()}
+    )
     run = Run(
         run_key=hashlib.sha256(label.encode()).hexdigest(),
+        request_key=request_key(normalised_request(request)) if request else None,
         model_ref=model or {"source": "checkpoint", "path": label},
         architecture=(model or {}).get("arch"),
         weights_sha256=hashlib.sha256(f"w-{label}".encode()).hexdigest(),
@@ -212,7 +220,7 @@ def test_ranking_input_errors(api: TestClient) -> None:
     bad_protocol = api.post(
         "/v1/rankings", json={**body, "candidates": body["candidates"][:1], "protocol": {"n_t": 0}}
     )
-    assert (bad_protocol.status_code, bad_protocol.json()["code"]) == (422, "invalid_protocol")
+    assert (bad_protocol.status_code, bad_protocol.json()["code"]) == (422, "invalid_request")
     unknown = api.post(
         "/v1/rankings", json={**body, "candidates": [{"source": "checkpoint", "path": "x.pt2"}]}
     )

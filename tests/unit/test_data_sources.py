@@ -146,8 +146,9 @@ def test_torchvision_dataset_class(tmp_path: Path) -> None:
     assert len(test) == 10 and np.array_equal(test.labels, labels[30:])
     assert np.array_equal(np.asarray(test.loader(2)), pixels[32])
     assert len(open_dataset(parse_dataset_ref("torchvision:MNIST:tv"), "train", roots=[tmp_path])) == 30
-    with pytest.raises(UnknownDataset, match="no dataset class 'Imagenette2'"):
-        open_dataset(parse_dataset_ref("torchvision:Imagenette2:tv"), roots=[tmp_path])
+    for unsupported in ("Imagenette2", "LSUN", "VisionDataset"):  # LSUN's module is not installed
+        with pytest.raises(UnknownDataset, match=f"no supported dataset class '{unsupported}'"):
+            open_dataset(parse_dataset_ref(f"torchvision:{unsupported}:tv"), roots=[tmp_path])
     with pytest.raises(UnknownDataset, match="CIFAR10 cannot read"):
         open_dataset(parse_dataset_ref("torchvision:CIFAR10:tv"), roots=[tmp_path])
 

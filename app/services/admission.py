@@ -1,0 +1,74 @@
+"""What the API checks before it queues a job: everything knowable without opening any content.
+
+No model is built, no dataset opened, no weights file hashed or downloaded here (that is the worker's
+job, in ``core.scoring``): references are checked statically (``core.zoo.checks``,
+``core.data.checks``), the protocol's cost is bounded, and the request is normalised into the form its
+request key hashes, so bad input is a 4xx at submit time and the API's memory does not depend on what
+a request names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.db.run_key import request_key, reusable_by_request
+from app.references import upload_file
+from app.schemas.jobs import JobRequest
+from app.schemas.scoring import ProtocolFields
+from app.settings import Settings
+from core.data.archives import ArchiveLimits
+from core.data.checks import check_dataset
+from core.data.refs import PER_CLASS_MAX, Sampling
+from core.errors import ZooError
+from core.zoo.checks import canonical_model
+from core.zoo.refs import CheckpointRef
+
+
+class TooExpensive(ZooError):
+    """A protocol whose GLUE work (classes × points × n_t × repeats) is over the service's budget."""
+
+    code = "too_expensive"
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A request that passed every static check, in normalised JSON form, with its request key."""
+
+    request: dict[str, Any]
+    request_key: str
+
+    @property
+    def reusable(self) -> bool:
+        return reusable_by_request(self.request)
+
+
+def glue_cost(classes: int, sampling: Sampling, protocol: ProtocolFields) -> int:
+    """GLUE's work grows with P classes × M points per class × n_t × repeats (one small QP per draw
+    over every class's points). M is capped by both the protocol and the sample; with neither set
+    ("every point of every image") it is taken at the largest sample a request may ask for."""
+    caps = [n for n in (protocol.points_per_class, sampling.per_class) if n is not None]
+    return classes * min(caps, default=PER_CLASS_MAX) * protocol.n_t * protocol.repeats
+
+
+def normalised_request(body: JobRequest) -> dict[str, Any]:
+    """The request as its request key hashes it (the model reference already canonical)."""
+    return body.model_dump(mode="json")
+
+
+def admit(body: JobRequest, settings: Settings) -> Admitted:
+    """The normalised request and its key, or the ``ZooError`` (a 4xx) that refuses it."""
+    canonical = canonical_model(body.model)
+    if isinstance(canonical, CheckpointRef):
+        stored = upload_file(canonical, settings.effective_upload_dir)
+        canonical = canonical.model_copy(update={"path": stored.name})
+    classes = check_dataset(body.dataset, body.sampling, settings.effective_data_roots, ArchiveLimits())
+    # Unknown class counts (a folder sampled whole) are taken at GLUE's minimum of 2 here.
+    cost = glue_cost(classes or 2, body.sampling, body.protocol)
+    if cost > settings.glue_cost_budget:
+        raise TooExpensive(
+            f"this protocol costs {cost:.3g} GLUE units (classes × points per class × n_t × repeats), "
+            f"over the service's budget of {settings.glue_cost_budget:.3g}; lower n_t, repeats or points"
+        )
+    request = normalised_request(body.model_copy(update={"model": canonical}))
+    return Admitted(request, request_key(request))
