@@ -167,6 +167,8 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool) -> dict[str, str]
     if not gpu:
         rlimits["RLIMIT_AS"] = bounds.memory_bytes
     env = {key: os.environ[key] for key in _KEPT_ENV if key in os.environ}
+    here = str(Path(__file__).resolve().parent.parent)  # the child imports this very copy of core
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (here, env.get("PYTHONPATH"))))
     env["TMPDIR"] = str(folder)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env[ENV] = json.dumps({"rlimits": rlimits, "cwd": str(folder)})
