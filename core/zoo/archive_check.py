@@ -178,7 +178,9 @@ def _check_program(path: Path, name: str, limits: Bounds) -> None:
     if not models:
         raise NotACheckpoint(f"{name}: the program holds no models/*.json")
     pickled: set[str] = set()
+    parsed = {"archive_format"}
     for model in models:
+        parsed.add(f"models/{model}.json")
         try:
             check_model_json(archive.json(members[f"models/{model}.json"]))
             for kind, folder, prefix in (("weights", "data/weights/", "weight_"),
@@ -186,6 +188,7 @@ def _check_program(path: Path, name: str, limits: Bounds) -> None:
                 config = members.get(f"{folder}{model}_{kind}_config.json")
                 if config is None:
                     raise NotACheckpoint(f"{name}: the program has no {kind} config for {model!r}")
+                parsed.add(f"{folder}{model}_{kind}_config.json")
                 for member, is_pickle in payload_members(archive.json(config), kind, prefix).items():
                     if folder + member not in members:
                         raise NotACheckpoint(f"{name}: its {kind} config names a missing {member!r}")
@@ -198,6 +201,8 @@ def _check_program(path: Path, name: str, limits: Bounds) -> None:
             raise NotACheckpoint(f"{name}: the program has no sample inputs for {model!r}")
         pickled.add(sample)
     for relative, member in members.items():
+        if relative in parsed:
+            continue
         if relative in pickled:
             _check_nested_torch(archive, member, name, relative)
         elif relative.endswith(".json"):
