@@ -4,6 +4,7 @@ the time limit, and its errors raised in the parent with their codes."""
 from __future__ import annotations
 
 import socket
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,26 @@ def test_a_child_past_its_time_limit_is_killed_with_its_children() -> None:
         run_isolated(PROBE, {"mode": "hang"}, _keep, limits=ChildLimits(wall_s=8), on_progress=progress)
     assert seen["sleeper"] > 0
     assert _dead(seen["sleeper"])
+
+
+class Cancelled(Exception):
+    pass
+
+
+def test_an_exception_in_the_parent_kills_the_child_and_removes_its_folder() -> None:
+    """A cancel reaches the computation as an exception from the progress callback."""
+    seen: dict[str, Any] = {}
+    before = set(Path(tempfile.gettempdir()).glob("zootriage-child-*"))
+
+    def cancel(stage: str, done: int, _total: int) -> None:
+        seen[stage] = done
+        seen["folders"] = set(Path(tempfile.gettempdir()).glob("zootriage-child-*")) - before
+        raise Cancelled
+
+    with pytest.raises(Cancelled):
+        run_isolated(PROBE, {"mode": "hang"}, _keep, on_progress=cancel)
+    assert _dead(seen["sleeper"])
+    assert seen["folders"] and not any(folder.exists() for folder in seen["folders"])
 
 
 def _dead(pid: int) -> bool:
