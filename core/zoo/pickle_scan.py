@@ -34,7 +34,6 @@ ALLOWED_GLOBALS = frozenset(
         ("torch._utils", "_rebuild_parameter_with_state"),
         ("torch._tensor", "_rebuild_from_type_v2"),
         ("torch.nn.parameter", "Parameter"),
-        ("torch", "Tensor"),
         ("_codecs", "encode"),  # how protocol 2 spells a bytes literal
         ("torch", "Size"),
     }
