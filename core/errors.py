@@ -76,6 +76,19 @@ class CheckpointNeedsCode(BadCheckpoint):
     code = "checkpoint_needs_code"
 
 
+class CheckpointUnsafe(BadCheckpoint):
+    """A file holding something a loader could execute: a native library, an archive member outside the
+    format's layout, a shape expression or graph target outside the allowed grammar."""
+
+    code = "checkpoint_unsafe"
+
+
+class CheckpointTooLarge(BadCheckpoint):
+    """A file over a bound of the static check: members, name lengths or decompressed bytes (zip bombs)."""
+
+    code = "checkpoint_too_large"
+
+
 class CheckpointKeyMismatch(BadCheckpoint):
     """A state_dict whose keys or shapes do not fit the named architecture."""
 
@@ -86,6 +99,19 @@ class PenultimateNotFound(BadCheckpoint):
     """No final linear layer (or no node of the given name) to take penultimate features from."""
 
     code = "penultimate_not_found"
+
+
+class ResourceLimit(ZooError):
+    """The isolated process that loads a model ran out of a resource limit (memory, CPU, file size)
+    or died; its model is too large or its file is hostile."""
+
+    code = "resource_limit"
+
+
+class TimeLimit(ZooError):
+    """The isolated process that loads a model and extracts features ran past its wall-clock limit."""
+
+    code = "time_limit"
 
 
 class UnknownDataset(ZooError):

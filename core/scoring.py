@@ -1,9 +1,9 @@
 """``score``: a model reference and a dataset reference in, every marker out (the worker's one call).
 
-Stages, each timed: open and sample the dataset (fingerprinting the sample), resolve and load the
-model (hashing its weights), extract features and logits (or read them from the feature cache), and
-compute the markers. The feature cache is keyed by (weights sha256, dataset fingerprint, extraction
-settings), so scoring the same model and data under another protocol skips the forward passes.
+Stages, each timed: open and sample the dataset (fingerprinting the sample), load the model and
+extract features and logits in an isolated child (or read them from the feature cache), and compute
+the markers. The feature cache is keyed by (weights, dataset fingerprint, extraction settings), so
+scoring the same model and data under another protocol skips the child and its forward passes.
 """
 
 from __future__ import annotations
@@ -23,15 +23,17 @@ import numpy as np
 import torch
 
 from core.data.archives import ArchiveLimits
-from core.data.images import FittedImages
 from core.data.open import open_dataset
 from core.data.refs import AnyDatasetRef, Sampling
 from core.data.sampling import sample
 from core.device import resolve_device
-from core.features import Extraction, Progress, extract
+from core.extraction import extract_isolated
+from core.features import Extraction, Progress, default_workers
+from core.isolation import ChildLimits
 from core.markers import MarkerValue, Protocol, compute_markers
-from core.zoo.loader import LoadedModel, ModelInfo, load_model
+from core.zoo.loader import ModelInfo
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+from core.zoo.weights import sha256_file
 
 EXTRACTION_VERSION = 1  # bump when a change to extraction changes the features it produces
 
@@ -69,12 +71,17 @@ def score(
     limits: ArchiveLimits | None = None,
     batch_size: int = 64,
     num_workers: int | None = None,
+    child_limits: ChildLimits | None = None,
 ) -> ScoreResult:
     """Score ``model`` on a ``sampling`` of ``dataset``. Bad input raises ``core.errors.ZooError``.
 
     ``data_roots`` and ``limits`` come from the caller's settings: folder, torchvision and archive
     datasets are read only under those roots. ``num_workers`` data-loading processes (default: by
     device and cores; none inside a daemonic process such as a Celery prefork child).
+
+    The model is loaded and run only in an isolated child (``core.isolation``), for every kind of
+    reference: one path, whether the weights are a user's upload or a library's download. The feature
+    cache is checked here first, so a cached extraction starts no child.
     """
     dev = resolve_device(device)
     timings: dict[str, float] = {}
@@ -82,26 +89,31 @@ def score(
     with _timed(timings, "sample", report):  # first: a bad dataset fails before any weights are read
         images = open_dataset(dataset, sampling.split, roots=data_roots, limits=limits)
         chosen = sample(images, sampling)
-    with _timed(timings, "load_model", report):
-        loaded = load_model(model)
-    key = _cache_key(loaded, chosen.fingerprint, dev)
-    cached = _read_cache(cache_dir, key)
+    key = _cache_key(model, chosen.fingerprint, dev)
     start = time.perf_counter()
-    extraction = cached or extract(
-        loaded.module,
-        FittedImages(images, chosen.indices, loaded.preprocess),
-        loaded.preprocess,
-        batch_size=batch_size,
-        device=dev,
-        num_workers=num_workers,
-        progress=report,
-    )
-    timings["extract"] = time.perf_counter() - start
+    cached = _read_cache(cache_dir, key)
     if cached is None:
-        _write_cache(cache_dir, key, extraction)
+        workers = default_workers(dev) if num_workers is None else num_workers
+        request = {
+            "dataset": dataset.model_dump(mode="json"),
+            "split": sampling.split,
+            "roots": [str(Path(root).resolve()) for root in data_roots],
+            "limits": asdict(limits or ArchiveLimits()),
+            "indices": chosen.indices.tolist(),
+            "batch_size": batch_size,
+            "device": str(dev),
+            "num_workers": workers,
+        }
+        extraction, described = extract_isolated(model, request, dev, report, child_limits)
+        timings.update(described["timings"])  # load_model and extract, as the child measured them
+        timings["child"] = time.perf_counter() - start  # those plus its start, imports and dataset
+        _write_cache(cache_dir, key, extraction, described)
     else:
-        report("extract", len(cached.labels), len(cached.labels))
-    match = loaded.info.label_space is not None and loaded.info.label_space == images.label_space
+        extraction, described = cached
+        timings["extract"] = time.perf_counter() - start
+        report("extract", len(extraction.labels), len(extraction.labels))
+    info = ModelInfo(**described["info"])
+    match = info.label_space is not None and info.label_space == images.label_space
     with _timed(timings, "markers", report):
         markers = compute_markers(
             extraction.features,
@@ -113,9 +125,9 @@ def score(
         )
     return ScoreResult(
         markers=markers,
-        weights_sha256=loaded.weights_sha256,
+        weights_sha256=described["weights_sha256"],
         dataset_fingerprint=chosen.fingerprint,
-        model=loaded.info,
+        model=info,
         n_images=len(extraction.labels),
         n_classes=len(chosen.classes),
         feature_dim=int(extraction.features.shape[1]),
@@ -139,20 +151,26 @@ def _timed(timings: dict[str, float], stage: str, report: Callable[[str, int, in
     report(stage, 1, 1)
 
 
-def _cache_key(loaded: LoadedModel, fingerprint: str, device: torch.device) -> str:
-    """Everything that changes the extracted numbers: weights, sample, preprocessing, layer, precision."""
+def _cache_key(
+    model: TorchvisionRef | TimmRef | CheckpointRef, fingerprint: str, device: torch.device
+) -> str:
+    """Everything that changes the extracted numbers, known before loading anything: the weights (a
+    checkpoint's content hash; a library model's name and tag), the options of the reference
+    (preprocessing, layer), the sample, the precision and the extraction code."""
+    if isinstance(model, CheckpointRef):
+        weights = {**model.model_dump(mode="json", exclude={"path"}), "sha256": sha256_file(Path(model.path))}
+    else:
+        weights = model.model_dump(mode="json")
     settings = {
-        "weights": loaded.weights_sha256,
+        "weights": weights,
         "dataset": fingerprint,
-        "preprocess": loaded.preprocess.model_dump(mode="json"),
-        "penultimate": loaded.info.penultimate,
         "precision": "bf16-autocast" if device.type == "cuda" else "fp32",
         "version": EXTRACTION_VERSION,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
-def _read_cache(cache_dir: str | Path | None, key: str) -> Extraction | None:
+def _read_cache(cache_dir: str | Path | None, key: str) -> tuple[Extraction, dict[str, Any]] | None:
     if cache_dir is None:
         return None
     path = Path(cache_dir) / f"{key}.npz"
@@ -160,17 +178,25 @@ def _read_cache(cache_dir: str | Path | None, key: str) -> Extraction | None:
         return None
     try:
         with np.load(path, allow_pickle=False) as data:
-            return Extraction(data["features"], data["logits"], data["labels"])
+            described = json.loads(data["described"].tobytes())
+            return Extraction(data["features"], data["logits"], data["labels"]), described
     except (OSError, ValueError, KeyError):
         return None  # a damaged entry is recomputed and overwritten
 
 
-def _write_cache(cache_dir: str | Path | None, key: str, extraction: Extraction) -> None:
-    """Write to a temporary file and rename, so readers never see a partial entry."""
+def _write_cache(
+    cache_dir: str | Path | None, key: str, extraction: Extraction, described: dict[str, Any]
+) -> None:
+    """Write to a temporary file and rename, so readers never see a partial entry. The model's
+    description is stored with the arrays (as JSON bytes) so a cache hit needs no model."""
     if cache_dir is None:
         return
     folder = Path(cache_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    text = np.frombuffer(json.dumps(described).encode(), dtype=np.uint8)
     with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
-        np.savez(handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels)
+        np.savez(
+            handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels,
+            described=text,
+        )
     os.replace(handle.name, folder / f"{key}.npz")

@@ -26,6 +26,7 @@ from app.db.session import session_scope
 from app.references import local_model, parse_request
 from app.settings import Settings
 from core.device import resolve_device
+from core.isolation import ChildLimits
 from core.markers import list_markers
 from core.scoring import EXTRACTION_VERSION, ScoreResult, score
 from worker.progress import ProgressWriter
@@ -94,6 +95,7 @@ def compute(settings: Settings, claimed: Claimed) -> ScoreResult:
         progress=ProgressWriter(settings.effective_database_url, claimed.job_id),
         cache_dir=settings.effective_cache_dir,
         data_roots=settings.effective_data_roots,
+        child_limits=ChildLimits(wall_s=settings.job_time_limit_s),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -41,8 +41,21 @@ def _stored(session: Session, sha256: str) -> Checkpoint | None:
     return session.get(Checkpoint, sha256)
 
 
-def _out(row: Checkpoint | None) -> CheckpointOut:
-    assert row is not None, "an upload that lost a race is found under the winner's id"
+def _again(existing: Checkpoint, upload: Checkpoint, response: Response) -> CheckpointOut:
+    """The stored record when the re-upload says the same about it (200), else 409 naming it."""
+    fields = ("library", "architecture", "filename")
+    if all(getattr(existing, f) == getattr(upload, f) for f in fields):
+        response.status_code = 200
+        return _out(existing)
+    stored = ", ".join(f"{f}={getattr(existing, f)!r}" for f in fields)
+    raise ApiError(
+        409, "checkpoint_exists",
+        f"these bytes are already checkpoint {existing.sha256} with {stored}; use that id (the stored "
+        "record keeps its fields)",
+    )
+
+
+def _out(row: Checkpoint) -> CheckpointOut:
     return CheckpointOut(
         id=row.sha256,
         model_path=row.sha256 + CANONICAL_SUFFIX[row.format],
@@ -60,16 +73,18 @@ def _out(row: Checkpoint | None) -> CheckpointOut:
     status_code=201,
     response_model=CheckpointOut,
     openapi_extra=_UPLOAD_BODY,
-    responses=responses(401, 413, 415, 422),
+    responses=responses(401, 409, 413, 415, 422, 507),
 )
 async def upload_checkpoint(
-    request: Request, session: SessionDep, settings: SettingsDep, _: WriteAccess
+    request: Request, response: Response, session: SessionDep, settings: SettingsDep, _: WriteAccess
 ) -> CheckpointOut:
     """Accept a weights file: a ``.pt2`` torch.export program, or a state_dict (``.safetensors``,
-    ``.pt``/``.pth``/``.bin``), checked against ``library`` + ``architecture`` when they are given.
+    ``.pt``/``.pth``/``.bin``) for ``library`` + ``architecture`` when they are given. Only the
+    static allow-list check runs here; loading happens in a job, in the worker's isolated child.
 
-    Uploading the same bytes twice returns the first record (the id is the content hash), once the
-    new upload's own fields have been checked too.
+    The id is the content hash. Uploading the same bytes again with the same file name and fields
+    answers 200 with the stored record; with other ones, 409 ``checkpoint_exists`` naming the stored
+    record's fields, because the record (and so every job naming the id) keeps the first ones.
     """
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > settings.upload_limit_bytes + 64 * 1024:
@@ -85,11 +100,7 @@ async def upload_checkpoint(
         library = received.fields.get("library") or None
         architecture = received.fields.get("architecture") or None
         check_fields(library, architecture, suffix)
-        await run_in_threadpool(validate, received, suffix, library, architecture)
-        existing = await run_in_threadpool(_stored, session, received.sha256)
-        if existing is not None:
-            return _out(existing)
-        received.path.replace(stored_path(folder, received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]]))
+        await run_in_threadpool(validate, received, suffix)
         row = Checkpoint(
             sha256=received.sha256,
             size_bytes=received.size,
@@ -98,12 +109,18 @@ async def upload_checkpoint(
             architecture=architecture,
             filename=(received.filename or "")[:255] or None,
         )
+        existing = await run_in_threadpool(_stored, session, received.sha256)
+        if existing is not None:
+            return _again(existing, row, response)
+        received.path.replace(stored_path(folder, received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]]))
         session.add(row)
         try:
             await run_in_threadpool(session.commit)
         except IntegrityError:  # the same bytes uploaded concurrently: theirs won, same content
             await run_in_threadpool(session.rollback)
-            return _out(await run_in_threadpool(_stored, session, received.sha256))
+            winner = await run_in_threadpool(_stored, session, received.sha256)
+            assert winner is not None, "an upload that lost a race is found under the winner's id"
+            return _again(winner, row, response)
         return _out(row)
     finally:
         received.path.unlink(missing_ok=True)

@@ -1,6 +1,9 @@
-"""Uploaded checkpoints: accepted only once core can load them the way a job will.
+"""Uploaded checkpoints: accepted after the static check only (``core.zoo.archive_check``).
 
-Files are kept as ``<sha256><suffix>`` in the upload folder (see ``app.references``).
+The API process never opens an upload with a torch loader and never builds a model: whether a
+state_dict fits its architecture, or a program runs, is learnt when a job loads it in the worker's
+isolated child (``core.isolation``). Files are kept as ``<sha256><suffix>`` in the upload folder
+(see ``app.references``).
 """
 
 from __future__ import annotations
@@ -10,10 +13,7 @@ from pathlib import Path
 from app.api.errors import ApiError
 from app.references import FORMATS
 from app.services.uploads import ReceivedFile
-from core.errors import ZooError
-from core.zoo.loader import load_model
-from core.zoo.refs import CheckpointRef
-from core.zoo.weights import read_state_dict
+from core.zoo.archive_check import check_file
 
 LIBRARIES = ("torchvision", "timm")
 
@@ -32,21 +32,21 @@ def check_fields(library: str | None, architecture: str | None, suffix: str) -> 
         raise ApiError(422, "invalid_upload", f"'library' is one of {LIBRARIES}")
     if library is not None and suffix == ".pt2":
         raise ApiError(422, "invalid_upload", "a .pt2 program carries its own architecture")
+    if library is not None and architecture is not None and not _known(library, architecture):
+        raise ApiError(422, "unknown_model", f"{library} has no architecture {architecture!r}")
 
 
-def validate(received: ReceivedFile, suffix: str, library: str | None, architecture: str | None) -> None:
-    """Load the file as the worker will: a program or a state_dict built into its architecture when one
-    is named, else just its tensors. Refusals carry core's code (``checkpoint_key_mismatch``, ...)."""
-    staged = received.path.with_name(received.path.name + suffix)
-    received.path.rename(staged)
-    received.path = staged
-    try:
-        if suffix == ".pt2" or library is not None:
-            ref = CheckpointRef(path=str(staged), library=library, architecture=architecture)  # type: ignore[arg-type]
-            load_model(ref)
-        else:
-            read_state_dict(staged)
-    except ZooError:
-        raise
-    except Exception as exc:
-        raise ApiError(422, "bad_checkpoint", f"the file cannot be loaded as a checkpoint: {exc}") from exc
+def _known(library: str, architecture: str) -> bool:
+    """Whether the library lists the name (its registry only: nothing is built)."""
+    if library == "torchvision":
+        import torchvision
+
+        return architecture in torchvision.models.list_models(module=torchvision.models)
+    import timm
+
+    return bool(timm.is_model(architecture.partition(".")[0]))
+
+
+def validate(received: ReceivedFile, suffix: str) -> None:
+    """The static allow-list check; refusals carry core's code and name the user's file only."""
+    check_file(received.path, Path(received.filename or "").name or f"upload{suffix}")

@@ -6,6 +6,7 @@ request stream ourselves lets an oversize upload be refused after ``limit`` byte
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
@@ -27,6 +28,19 @@ class ReceivedFile:
     size: int
     filename: str | None
     fields: dict[str, str] = field(default_factory=dict)
+
+
+def write_all(fd: int, chunk: bytes) -> None:
+    """Write every byte (``os.write`` may write fewer); a full disk is the server's state, not the
+    client's fault: 507, and the caller removes the partial file."""
+    view = memoryview(chunk)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ApiError(507, "insufficient_storage", "the server has no space left for uploads") from exc
+        raise
 
 
 class _Receiver:
@@ -76,7 +90,7 @@ class _Receiver:
             if self.size > self.limit:
                 raise ApiError(413, "payload_too_large", f"checkpoints are limited to {self.limit} bytes")
             self.digest.update(chunk)
-            os.write(self.fd, chunk)
+            write_all(self.fd, chunk)
         else:
             self._value += chunk
             if len(self._value) > MAX_FIELD_BYTES:

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from core.zoo import timm_zoo, torchvision_zoo
+from core.zoo.archive_check import check_file
 from core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_output_linear
 from core.zoo.preprocess import Preprocess, from_torchvision
 from core.zoo.programs import load_program
@@ -47,6 +48,8 @@ class LoadedModel:
 
 
 def load_model(ref: TorchvisionRef | TimmRef | CheckpointRef) -> LoadedModel:
+    """Build the model in this process. A checkpoint passes the static check first; callers with
+    untrusted files run this only in an isolated child (``core.scoring``)."""
     if isinstance(ref, TorchvisionRef):
         return _torchvision(ref)
     if isinstance(ref, TimmRef):
@@ -87,6 +90,7 @@ def _timm(ref: TimmRef) -> LoadedModel:
 def _state_dict(ref: CheckpointRef) -> LoadedModel:
     assert ref.architecture is not None
     path = Path(ref.path)
+    check_file(path, path.name)
     state = read_state_dict(path)
     module: nn.Module
     if ref.library == "torchvision":
@@ -114,6 +118,7 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
 
 def _program(ref: CheckpointRef) -> LoadedModel:
     path = Path(ref.path)
+    check_file(path, path.name)
     program = load_program(path, ref.penultimate_node, ref.preprocess, ref.label_space)
     return _loaded(
         program.module, program.preprocess, path, "checkpoint", "torch.export", path.name, None,

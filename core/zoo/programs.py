@@ -122,8 +122,9 @@ def _tensors_only() -> Iterator[None]:
 
     ``torch.export.load`` (torch 2.14) unpickles some payloads with ``weights_only=False`` (pickled
     weights and constants, and as a fallback its sample inputs) and opaque constants with
-    ``pickle.loads``: a crafted ``.pt2`` could run code. The patch only makes loading stricter, so a
-    concurrent ``torch.load`` elsewhere in the process is at worst refused, never loosened.
+    ``pickle.loads``: a crafted ``.pt2`` could run code. ``core.zoo.archive_check`` refuses such files
+    before this runs; the patch is defence in depth. It is process-wide, which is safe because
+    programs load only in an isolated child that loads one model (``core.isolation``).
     """
     real_load = torch.load
 

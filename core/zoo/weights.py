@@ -12,10 +12,8 @@ plain containers. Each way a file can be unusable is its own error (see ``core.e
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pickle
-import struct
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +21,7 @@ from pathlib import Path
 import torch
 
 from core.errors import CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
+from core.zoo.archive_check import check_file
 
 _HASHES: dict[tuple[str, int, int], str] = {}
 _WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "module")
@@ -60,34 +59,11 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    """Check the header by hand first: the library's own errors do not tell a truncated file from one
-    that never was a safetensors file."""
+    """The header is checked by hand first (``archive_check``): the library's own errors do not tell a
+    truncated file from one that never was a safetensors file."""
     from safetensors.torch import load_file
 
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise TruncatedCheckpoint(f"{path.name}: {size} bytes, too short for a safetensors header")
-        (header_len,) = struct.unpack("<Q", head)
-        if header_len > size - 8:
-            if header_len > 100_000_000:
-                raise NotACheckpoint(f"{path.name}: not a safetensors file (no valid header)")
-            raise TruncatedCheckpoint(f"{path.name}: the header runs past the end of the file")
-        try:
-            header = json.loads(f.read(header_len))
-        except ValueError as exc:
-            raise NotACheckpoint(f"{path.name}: not a safetensors file (header is not JSON)") from exc
-    if not isinstance(header, dict):
-        raise NotACheckpoint(f"{path.name}: not a safetensors file (header is not a JSON object)")
-    try:
-        end = max((int(e["data_offsets"][1]) for k, e in header.items() if k != "__metadata__"), default=0)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise NotACheckpoint(f"{path.name}: not a safetensors file (malformed tensor table)") from exc
-    if 8 + header_len + end > size:
-        raise TruncatedCheckpoint(
-            f"{path.name}: {size} bytes, but its header describes {8 + header_len + end}"
-        )
+    check_file(path, path.name)
     try:
         return dict(load_file(str(path)))
     except Exception as exc:

@@ -1,9 +1,11 @@
-"""Checkpoint uploads: accepted when core can load them, refused with the reason otherwise."""
+"""Checkpoint uploads: accepted after the static check, refused with the reason otherwise; loading
+problems surface when a job loads the file in the worker's isolated child."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -24,27 +26,71 @@ def test_a_program_is_stored_under_its_sha256(
     assert body["format"] == "torch_export"
     assert body["size_bytes"] == len(data)
     assert (settings.effective_upload_dir / f"{sha}.pt2").read_bytes() == data
-    again = client.post("/v1/checkpoints", files={"file": ("again.pt2", data)})
-    assert again.status_code == 201
-    assert again.json()["filename"] == "mnist.pt2"
+    same = client.post("/v1/checkpoints", files={"file": ("mnist.pt2", data)})
+    assert same.status_code == 200
+    assert same.json() == body
+    renamed = client.post("/v1/checkpoints", files={"file": ("again.pt2", data)})
+    assert renamed.status_code == 409
+    assert renamed.json()["code"] == "checkpoint_exists"
+    assert sha in renamed.json()["message"] and "filename='mnist.pt2'" in renamed.json()["message"]
     assert not list(settings.effective_upload_dir.glob(".upload-*"))
 
 
-def test_a_state_dict_is_checked_against_its_architecture(client: TestClient, tmp_path: Path) -> None:
+def test_a_state_dict_is_checked_against_its_architecture_when_a_job_loads_it(
+    client: TestClient, tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API only checks the file statically; the worker's child finds the keys do not fit."""
     import torch
     import torchvision
 
     state = torchvision.models.shufflenet_v2_x0_5(num_classes=10).state_dict()
     path = tmp_path / "sn.pt"
     torch.save(state, path)
-    form = {"library": "torchvision", "architecture": "shufflenet_v2_x0_5"}
-    ok = client.post("/v1/checkpoints", files={"file": ("sn.pt", path.read_bytes())}, data=form)
-    assert ok.status_code == 201, ok.text
-    assert ok.json()["architecture"] == "shufflenet_v2_x0_5"
-    wrong = {"library": "torchvision", "architecture": "resnet18"}
-    mismatch = client.post("/v1/checkpoints", files={"file": ("sn.pth", path.read_bytes())}, data=wrong)
-    assert mismatch.status_code == 422
-    assert mismatch.json()["code"] == "checkpoint_key_mismatch"
+    form = {"library": "torchvision", "architecture": "resnet18"}
+    accepted = client.post("/v1/checkpoints", files={"file": ("sn.pt", path.read_bytes())}, data=form)
+    assert accepted.status_code == 201, accepted.text
+    assert accepted.json()["architecture"] == "resnet18"
+    unknown = {"library": "torchvision", "architecture": "no_such_net"}
+    refused = client.post("/v1/checkpoints", files={"file": ("x.pt", path.read_bytes())}, data=unknown)
+    assert refused.status_code == 422 and refused.json()["code"] == "unknown_model"
+    model = {"source": "checkpoint", "path": accepted.json()["model_path"], "library": "torchvision",
+             "architecture": "resnet18"}
+    job = run_job(client, settings, monkeypatch, model)
+    assert job["status"] == "failed"
+    assert job["error"]["code"] == "checkpoint_key_mismatch", job
+    message = job["error"]["message"]
+    assert message.startswith(f"{accepted.json()['id']}.pt does not fit ResNet: missing keys: ")
+    assert "unexpected keys: " in message and "(+" in message  # the first few, then a count
+
+
+def test_a_job_past_its_time_limit_fails_with_a_clear_code(
+    client: TestClient, mnist_program: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uploaded = client.post("/v1/checkpoints", files={"file": ("mnist.pt2", mnist_program.read_bytes())})
+    model = {"source": "checkpoint", "path": uploaded.json()["model_path"]}
+    job = run_job(client, settings.model_copy(update={"job_time_limit_s": 1}), monkeypatch, model)
+    assert job["status"] == "failed"
+    assert job["error"] == {
+        "code": "time_limit", "message": "loading the model and extracting features ran past 1 s"
+    }
+
+
+def run_job(
+    client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, model: dict[str, Any]
+) -> dict[str, Any]:
+    """Submit through the API and run the task in this process (the real worker code and child)."""
+    import app.services.jobs as jobs
+    import worker.tasks as tasks
+
+    monkeypatch.setattr(jobs, "enqueue_score", lambda _settings, _job_id: None)
+    monkeypatch.setattr(tasks, "get_settings", lambda: settings)
+    request = {"model": model, "dataset": {"source": "builtin", "name": "mnist"},
+               "sampling": {"per_class": 3, "split": "test"}}
+    submitted = client.post("/v1/jobs", json=request)
+    assert submitted.status_code == 202, submitted.text
+    job_id = submitted.json()["id"]
+    assert tasks.score_job.apply(args=[job_id]).state == "SUCCESS"
+    return dict(client.get(f"/v1/jobs/{job_id}").json())
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -
     assert result.logits_match_labels and result.device == "cpu" and not result.features_cached
     assert result.markers["id_accuracy"].applicable and result.markers["id_accuracy"].value >= 0.95
     assert result.markers["dimension"].applicable and result.markers["dimension"].value > 0
-    assert set(result.timings) == {"load_model", "sample", "extract", "markers"}
+    assert set(result.timings) == {"load_model", "sample", "extract", "markers", "child"}
     assert {stage for stage, _, _ in events} == {"load_model", "sample", "extract", "markers"}
     assert result.to_dict()["markers"]["id_accuracy"]["value"] == result.markers["id_accuracy"].value
 
@@ -39,6 +39,8 @@ def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -
         cache_dir=tmp_path / "cache",
     )
     assert again.features_cached and again.dataset_fingerprint == result.dataset_fingerprint
+    assert set(again.timings) == {"sample", "extract", "markers"}  # no child started
+    assert again.model == result.model and again.weights_sha256 == result.weights_sha256
     assert again.markers["id_accuracy"].value == result.markers["id_accuracy"].value
     assert len(list((tmp_path / "cache").glob("*.npz"))) == 1
 

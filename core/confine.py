@@ -1,0 +1,53 @@
+"""The first code an isolated child runs (``python -m core.confine MODULE``), before anything untrusted.
+
+It applies the resource limits the parent chose (read from ``ZOOTRIAGE_CONFINE``: JSON of rlimit name
+to value), moves into the throw-away working folder, and splits the output: the real stdout becomes
+the protocol channel (one JSON object per line, see :func:`emit`) while fd 1 is pointed at stderr,
+so nothing a library prints can forge a protocol line. Then it runs ``MODULE`` as ``__main__``.
+The network namespace (``unshare -n``) or the low-privilege user is set up by the parent's command
+line, outside this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import runpy
+import sys
+from typing import IO, Any
+
+ENV = "ZOOTRIAGE_CONFINE"
+_channel: IO[str] | None = None
+
+
+def emit(message: dict[str, Any]) -> None:
+    """One protocol line to the parent: ``{"progress": [stage, done, total]}``, ``{"result": ...}`` or
+    ``{"error": {"code", "message"}}``."""
+    assert _channel is not None, "emit() is only for code run under core.confine"
+    _channel.write(json.dumps(message) + "\n")
+    _channel.flush()
+
+
+def apply_limits(limits: dict[str, int]) -> None:
+    """``setrlimit`` each named limit (soft = hard, so the child cannot raise it again)."""
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def main() -> None:
+    from core import confine  # this file runs as __main__; the child's code imports it by name
+
+    config = json.loads(os.environ.pop(ENV))
+    apply_limits(config["rlimits"])
+    os.chdir(config["cwd"])
+    confine._channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    module = sys.argv[1]
+    sys.argv = [module]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
