@@ -32,6 +32,8 @@ import numpy as np
 import scipy.optimize
 import torch
 
+from core.errors import CancelCheck, stop_if_cancelled
+
 # Entering threshold and KKT check, relative to the scale ‖t_k‖ · max_i ‖x_i‖ of the gradient entries.
 _ENTER_RTOL = 1e-10
 _KKT_RTOL = 1e-7
@@ -52,12 +54,13 @@ def solve_reference(points: np.ndarray, signs: np.ndarray, t: np.ndarray) -> np.
 
 
 def solve_batched(
-    points: torch.Tensor, signs: torch.Tensor, t: torch.Tensor
+    points: torch.Tensor, signs: torch.Tensor, t: torch.Tensor, *, cancel: CancelCheck | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Solve all draws with the batched Lawson–Hanson method on ``points.device``.
 
     ``points`` (n, r), ``signs`` (B, n) of ±1, ``t`` (B, r), all float64 on one device. Returns
-    λ (B, n) and a boolean (B,) mask of the draws whose solution passed the KKT check.
+    λ (B, n) and a boolean (B,) mask of the draws whose solution passed the KKT check. ``cancel`` is
+    polled before each block of draws (``core.errors.Cancelled`` stops the solve).
     """
     n = points.shape[0]
     gram = points @ points.T
@@ -65,6 +68,7 @@ def solve_batched(
     ok = torch.zeros(signs.shape[0], dtype=torch.bool, device=points.device)
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
     for start in range(0, signs.shape[0], step):
+        stop_if_cancelled(cancel)
         sl = slice(start, start + step)
         lam[sl], ok[sl] = _solve_block(points, gram, signs[sl], t[sl])
     return lam, ok

@@ -8,6 +8,7 @@ settings), so scoring the same model and data under another protocol skips the f
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -28,11 +29,13 @@ from core.data.open import open_dataset
 from core.data.refs import AnyDatasetRef, Sampling
 from core.data.sampling import sample
 from core.device import resolve_device
+from core.errors import CancelCheck, InsufficientStorage
 from core.features import Extraction, Progress, extract
 from core.markers import MarkerValue, Protocol, compute_markers
 from core.zoo.loader import LoadedModel, ModelInfo, load_model
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
 
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 EXTRACTION_VERSION = 1  # bump when a change to extraction changes the features it produces
 
 
@@ -69,12 +72,15 @@ def score(
     limits: ArchiveLimits | None = None,
     batch_size: int = 64,
     num_workers: int | None = None,
+    cancel: CancelCheck | None = None,
 ) -> ScoreResult:
     """Score ``model`` on a ``sampling`` of ``dataset``. Bad input raises ``core.errors.ZooError``.
 
     ``data_roots`` and ``limits`` come from the caller's settings: folder, torchvision and archive
     datasets are read only under those roots. ``num_workers`` data-loading processes (default: by
-    device and cores; none inside a daemonic process such as a Celery prefork child).
+    device and cores; none inside a daemonic process such as a Celery prefork child). ``cancel`` is
+    polled throughout the marker stage (``core.errors.Cancelled`` stops it). A full disk under
+    ``cache_dir`` raises ``core.errors.InsufficientStorage``.
     """
     dev = resolve_device(device)
     timings: dict[str, float] = {}
@@ -110,6 +116,7 @@ def score(
             protocol=protocol,
             logits_match_labels=match,
             device=dev,
+            cancel=cancel,
         )
     return ScoreResult(
         markers=markers,
@@ -166,11 +173,24 @@ def _read_cache(cache_dir: str | Path | None, key: str) -> Extraction | None:
 
 
 def _write_cache(cache_dir: str | Path | None, key: str, extraction: Extraction) -> None:
-    """Write to a temporary file and rename, so readers never see a partial entry."""
+    """Write to a temporary file and rename, so readers never see a partial entry.
+
+    A failed write removes its temporary file (a full disk must not fill up further with partial
+    entries); a disk or quota that is full becomes ``InsufficientStorage``, anything else propagates.
+    """
     if cache_dir is None:
         return
     folder = Path(cache_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
-        np.savez(handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels)
-    os.replace(handle.name, folder / f"{key}.npz")
+    partial: Path | None = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
+            partial = Path(handle.name)
+            np.savez(handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels)
+        os.replace(partial, folder / f"{key}.npz")
+    except BaseException as exc:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            raise InsufficientStorage("the service's feature cache is out of disk space") from exc
+        raise
