@@ -11,13 +11,14 @@ jobs table that repairs all three:
   is past ``job_time_limit_s`` (``time_limit``);
 - running past ``job_time_limit_s + heartbeat_grace_s`` since its first claim, heartbeat or not:
   failed (``time_limit``), whatever its worker is doing;
-- queued, unclaimed for ``queue_grace_s`` since it was last published: published again, since a
-  queue cannot be inspected portably. Duplicates are harmless: ``claim`` refuses finished jobs and
-  a stored run key is never computed twice. Queued past ``queue_limit_s``: failed (``stuck``).
+- queued, unclaimed for ``queue_grace_s`` since it was last published, while no job at all has a
+  fresh heartbeat: published again, since a queue cannot be inspected portably. Busy workers mean
+  a backlog, not a lost message, so nothing is published then (a message lost behind a backlog is
+  published once the workers fall idle). Duplicates are harmless: ``claim`` refuses finished jobs
+  and a stored run key is never computed twice. Queued past ``queue_limit_s``: failed (``stuck``).
 
 Hence the guarantee: a job is never running longer than its time limit + the heartbeat grace + one
-reaper interval after its first claim, and never queued longer than the queue limit + the queue
-grace + one interval.
+reaper interval after its first claim, and never queued longer than the queue limit + one interval.
 
 It runs in the API process (``run_periodically``, started by the app's lifespan every
 ``reaper_interval_s``): the API is the one component always deployed and it already publishes tasks,
@@ -36,9 +37,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import ColumnElement, and_, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Job, JobStatus
 from app.db.session import session_scope
@@ -84,10 +84,21 @@ def _lost(settings: Settings, now: datetime, slack: float = 0.0) -> ColumnElemen
 
 
 def _unclaimed(settings: Settings, now: datetime, slack: float = 0.0) -> ColumnElement[bool]:
-    """Queued jobs that no worker claimed within the grace period since they were last published."""
+    """Queued jobs past the queue limit; and, while no job has a fresh heartbeat (a stalled queue
+    rather than a backlog behind busy workers), those unclaimed for the grace period since they
+    were last published."""
+    other = aliased(Job)
+    fresh = now - _seconds(settings.heartbeat_grace_s)
+    beating = and_(other.status == JobStatus.running.value, other.heartbeat_at >= fresh)
+    working = select(other.id).where(beating).exists()
     published = func.coalesce(Job.heartbeat_at, Job.created_at)
-    cutoff = now - _seconds(settings.queue_grace_s + slack)
-    return and_(Job.status == JobStatus.queued.value, published < cutoff)
+    return and_(
+        Job.status == JobStatus.queued.value,
+        or_(
+            Job.created_at < now - _seconds(settings.queue_limit_s + slack),
+            and_(~working, published < now - _seconds(settings.queue_grace_s + slack)),
+        ),
+    )
 
 
 def _verdict(settings: Settings, job: Job, now: datetime) -> tuple[str, str] | None:
@@ -149,7 +160,7 @@ async def run_periodically(settings: Settings, state: ReaperState) -> None:
     and tried again at the next tick, never ends the loop."""
     while True:
         try:
-            await run_in_threadpool(sweep, settings)
+            await asyncio.to_thread(sweep, settings)
         except Exception as exc:
             state.last_error = f"{type(exc).__name__}"
             log.warning("reaper: sweep failed (%s)", type(exc).__name__)

@@ -58,6 +58,15 @@ class Stack:
             start_new_session=True,
         )
 
+    def wait_worker_ready(self, timeout: float = 180) -> None:
+        """Until the current worker has connected and says it is ready to take tasks."""
+        log = self.logs / f"worker-{self.started_workers}.log"
+        deadline = time.monotonic() + timeout
+        while " ready." not in log.read_text(errors="replace"):
+            assert self.worker is not None and self.worker.poll() is None, self.worker_log_tail()
+            assert time.monotonic() < deadline, self.worker_log_tail()
+            time.sleep(0.1)
+
     def kill_worker(self) -> None:
         """SIGKILL the whole worker (main process, pool child, data loaders): nothing gets to clean up."""
         assert self.worker is not None
@@ -79,18 +88,25 @@ class Stack:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
 
+    def stop_worker(self) -> None:
+        """A warm shutdown (SIGTERM), then SIGKILL if it takes longer than 30 s."""
+        if self.worker is None:
+            return
+        os.killpg(self.worker.pid, signal.SIGTERM)
+        try:
+            self.worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.worker.pid, signal.SIGKILL)
+            self.worker.wait(timeout=30)
+        self.worker = None
+
     def stop(self) -> None:
-        if self.worker is not None:
-            os.killpg(self.worker.pid, signal.SIGTERM)
-            try:
-                self.worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.worker.pid, signal.SIGKILL)
+        self.stop_worker()
         self.api.terminate()
         self.api.wait(timeout=30)
 
 
-def start_stack(settings: Settings, logs: Path, **extra_env: str) -> Stack:
+def start_stack(settings: Settings, logs: Path, *, worker: bool = True, **extra_env: str) -> Stack:
     port = free_port()
     env = service_env(settings, **extra_env)
     api_log = open(logs / "api.log", "wb")  # noqa: SIM115
@@ -112,5 +128,6 @@ def start_stack(settings: Settings, logs: Path, **extra_env: str) -> Stack:
             raise RuntimeError(f"the API did not start; see {logs / 'api.log'}")
         time.sleep(0.2)
     stack = Stack(base_url, env, logs, api)
-    stack.start_worker()
+    if worker:
+        stack.start_worker()
     return stack

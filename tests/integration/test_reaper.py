@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from app.db.models import Job, JobStatus
 from app.db.session import session_scope
@@ -76,29 +77,41 @@ def test_lost_jobs_are_requeued_or_failed_and_live_ones_left_alone(reaping: Sett
     lost = add_job(url, JobStatus.running, ago=300, beat_ago=90, attempts=1)
     lost_again = add_job(url, JobStatus.running, ago=300, beat_ago=90, attempts=3)
     too_long = add_job(url, JobStatus.running, ago=700, beat_ago=1, attempts=1)
-    waiting = add_job(url, JobStatus.queued, ago=100, beat_ago=None, attempts=0)
-    forgotten = add_job(url, JobStatus.queued, ago=400, beat_ago=None, attempts=0)
     abandoned = add_job(url, JobStatus.queued, ago=4000, beat_ago=400, attempts=0)
     finished = add_job(url, JobStatus.succeeded, ago=5000, beat_ago=5000, attempts=1)
 
     done = sweep(reaping, now=NOW)
 
     assert done.requeued == [lost]
-    assert done.republished == [forgotten]
+    assert done.republished == []
     assert done.failed == {lost_again: "worker_lost", too_long: "time_limit", abandoned: "stuck"}
-    assert sorted(published(reaping.effective_broker_url)) == sorted([str(lost), str(forgotten)])
-    for job_id in (lost, forgotten):
-        requeued = row(url, job_id)
-        assert requeued.status == "queued" and requeued.heartbeat_at == NOW
+    assert published(reaping.effective_broker_url) == [str(lost)]
+    requeued = row(url, lost)
+    assert requeued.status == "queued" and requeued.heartbeat_at == NOW and requeued.stage is None
     for job_id, code in done.failed.items():
         failed = row(url, job_id)
         assert (failed.status, failed.error_code, failed.finished_at) == ("failed", code, NOW)
         assert failed.error_message and "/" not in failed.error_message
     assert row(url, alive).status == "running"
-    assert row(url, waiting).status == "queued"
     assert row(url, finished).status == "succeeded"
     again = sweep(reaping, now=NOW + timedelta(seconds=1))  # just published: nothing to do twice
     assert (again.requeued, again.republished, again.failed) == ([], [], {})
+
+
+def test_unclaimed_jobs_are_published_again_only_when_no_worker_is_busy(reaping: Settings) -> None:
+    """Jobs waiting behind a working worker are a backlog; with no heartbeat anywhere, the queue has
+    stalled and their messages may be lost."""
+    url = reaping.effective_database_url
+    busy = add_job(url, JobStatus.running, ago=100, beat_ago=5, attempts=1)
+    waiting = add_job(url, JobStatus.queued, ago=100, beat_ago=None, attempts=0)
+    forgotten = add_job(url, JobStatus.queued, ago=400, beat_ago=None, attempts=0)
+    assert sweep(reaping, now=NOW).republished == []
+    with session_scope(url) as session:
+        session.execute(update(Job).where(Job.id == busy).values(status=JobStatus.succeeded.value))
+    assert sweep(reaping, now=NOW).republished == [forgotten]
+    assert published(reaping.effective_broker_url) == [str(forgotten)]
+    assert row(url, waiting).status == "queued" and row(url, waiting).heartbeat_at is None
+    assert row(url, forgotten).heartbeat_at == NOW
 
 
 def test_a_sweep_with_the_broker_down_keeps_the_job_queued_for_the_next(reaping: Settings) -> None:
