@@ -129,8 +129,11 @@ def analyze(
     _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
     dev = resolve_device(device)
     runs = []
-    for child in np.random.SeedSequence(seed).spawn(repeats):
+    root = np.random.SeedSequence(seed)
+    for _ in range(repeats):
         stop_if_cancelled(cancel)
+        # One child at a time: the same seeds as spawn(repeats), without building them all up front.
+        (child,) = root.spawn(1)
         d = solve_draws(
             x, classes, n_classes, child, n_t, centering, dichotomy, points_per_class, solver, dev,
             cancel=cancel,

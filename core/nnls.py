@@ -60,7 +60,8 @@ def solve_batched(
 
     ``points`` (n, r), ``signs`` (B, n) of ±1, ``t`` (B, r), all float64 on one device. Returns
     λ (B, n) and a boolean (B,) mask of the draws whose solution passed the KKT check. ``cancel`` is
-    polled before each block of draws (``core.errors.Cancelled`` stops the solve).
+    polled at every Lawson–Hanson step of every block of draws (``core.errors.Cancelled`` stops the
+    solve): one block of a large problem can take seconds.
     """
     n = points.shape[0]
     gram = points @ points.T
@@ -68,9 +69,8 @@ def solve_batched(
     ok = torch.zeros(signs.shape[0], dtype=torch.bool, device=points.device)
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
     for start in range(0, signs.shape[0], step):
-        stop_if_cancelled(cancel)
         sl = slice(start, start + step)
-        lam[sl], ok[sl] = _solve_block(points, gram, signs[sl], t[sl])
+        lam[sl], ok[sl] = _solve_block(points, gram, signs[sl], t[sl], cancel)
     return lam, ok
 
 
@@ -200,7 +200,7 @@ class _Active:
 
 
 def _solve_block(
-    points: torch.Tensor, gram: torch.Tensor, signs: torch.Tensor, t: torch.Tensor
+    points: torch.Tensor, gram: torch.Tensor, signs: torch.Tensor, t: torch.Tensor, cancel: CancelCheck | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lawson–Hanson on one block of draws; see the module docstring."""
     n_draws, n = signs.shape
@@ -221,6 +221,7 @@ def _solve_block(
 
     w = full.b
     for _ in range(3 * n + 10):
+        stop_if_cancelled(cancel)
         w_max, enter = w.scatter(1, act.idx, -torch.inf)[:, :n].max(dim=1)
         done = w_max <= _ENTER_RTOL * act.prob.scale
         if bool(done.any()):

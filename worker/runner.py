@@ -69,6 +69,7 @@ def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
 def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None:
     """Fail an active job; ``message`` is shown to anyone who can read the job, so it is made public
     (``worker.messages.public_message``): the details stay in the worker log."""
+    log.info("job %s failed as %s: %s", job_id, code, message)
     with session_scope(settings.effective_database_url) as session:
         session.execute(
             update(Job)

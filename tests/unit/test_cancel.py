@@ -1,4 +1,4 @@
-"""A cancel check reaches every long loop of the marker stage: GLUE's repeats and the solver's batches."""
+"""A cancel check reaches every long loop of the marker stage: GLUE's repeats and the solver's steps."""
 
 from __future__ import annotations
 
@@ -37,19 +37,23 @@ def test_glue_stops_between_repeats() -> None:
     check = CancelAfter(5)
     with pytest.raises(Cancelled):
         analyze(features, labels, n_t=20, repeats=10**6, device="cpu", cancel=check)
-    assert check.asked == 6  # a repeat asks, then its one solver batch: two ran, the third stopped
+    assert check.asked == 6  # stopped at the first yes, long before the millionth repeat
 
 
-def test_the_solver_stops_between_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_solver_stops_between_its_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Lawson–Hanson step of every block asks (here in blocks of four draws)."""
     features, _ = clusters()
-    monkeypatch.setattr(core.nnls, "_BATCH_ELEMENTS", 36 * 4)  # four draws per batch
+    monkeypatch.setattr(core.nnls, "_BATCH_ELEMENTS", 36 * 4)
     points = torch.from_numpy(features / np.linalg.norm(features, axis=1, keepdims=True))
     signs = torch.from_numpy(np.where(np.random.default_rng(1).random((40, 36)) < 0.5, 1.0, -1.0))
     t = torch.from_numpy(np.random.default_rng(2).standard_normal((40, 8)))
-    check = CancelAfter(3)
+    counting = CancelAfter(10**9)
+    solve_batched(points, signs, t, cancel=counting)
+    assert counting.asked > 10  # ten blocks, several steps each
+    check = CancelAfter(counting.asked // 2)
     with pytest.raises(Cancelled):
         solve_batched(points, signs, t, cancel=check)
-    assert check.asked == 4
+    assert check.asked == counting.asked // 2 + 1
     lam, ok = solve_batched(points, signs, t, cancel=lambda: False)  # a check that says no changes nothing
     expected, expected_ok = solve_batched(points, signs, t)
     assert torch.equal(lam, expected) and torch.equal(ok, expected_ok)
