@@ -25,7 +25,8 @@ It runs in the API process (``run_periodically``, started by the app's lifespan 
 while workers may be scaled to zero or be the very thing that died. Rows are taken with
 ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so several API replicas never handle one job twice; the
 embedded SQLite default has a single API process anyway. Messages are published after the commit,
-so a worker never claims a row still locked here; a failed publish is retried at the next sweep.
+so a worker never claims a row still locked here; a failed publish (the broker is away) leaves the
+job queued, to be published again once its queue grace has passed.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
     for job_id in done.requeued + done.republished:
         try:
             enqueue_score(settings, str(job_id))
-        except Exception as exc:  # the broker is away: the row stays queued, the next sweep retries
+        except Exception as exc:  # the broker is away: queued, published again after the grace
             log.warning("reaper: job %s not published (%s)", job_id, type(exc).__name__)
     if done.requeued or done.republished or done.failed:
         log.warning(
