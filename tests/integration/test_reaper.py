@@ -19,25 +19,30 @@ from app.main import create_app
 from app.queue import SCORE_QUEUE
 from app.services.reaper import sweep
 from app.settings import Settings
+from tests.integration.databases import migrate, scratch_database
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def reaping(settings: Settings, redis_server: str, clean_db: str) -> Iterator[Settings]:
-    """Settings with short limits, publishing to a Redis database of this test alone (emptied after)."""
+def reaping(settings: Settings, redis_server: str) -> Iterator[Settings]:
+    """Settings with short limits on a database and a Redis database of this test alone: no other
+    test's reaper (an API of the session's stack) sweeps these rows or reads these messages."""
     broker = f"{redis_server}/11"
-    yield settings.model_copy(
-        update={
-            "broker_url": broker,
-            "heartbeat_grace_s": 60,
-            "queue_grace_s": 300,
-            "queue_limit_s": 3600,
-            "job_time_limit_s": 600,
-            "job_max_attempts": 3,
-        }
-    )
-    redis.Redis.from_url(broker).delete(SCORE_QUEUE)
+    with scratch_database() as url:
+        migrate(url)
+        yield settings.model_copy(
+            update={
+                "database_url": url,
+                "broker_url": broker,
+                "heartbeat_grace_s": 60,
+                "queue_grace_s": 300,
+                "queue_limit_s": 3600,
+                "job_time_limit_s": 600,
+                "job_max_attempts": 3,
+            }
+        )
+        redis.Redis.from_url(broker).delete(SCORE_QUEUE)
 
 
 def add_job(
