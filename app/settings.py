@@ -36,6 +36,19 @@ class Settings(BaseSettings):
     # must exceed the longest job, or a slow job runs twice (harmlessly, but wastefully).
     broker_visibility_timeout_s: int = 7200
     broker_timeout_s: float = 2.0
+    # Liveness of jobs (app/services/reaper.py): a running job's worker writes its heartbeat every
+    # interval; without one for the grace period the job counts as lost and is requeued (up to
+    # job_max_attempts claims) or failed. A queued job nobody claimed within queue_grace is
+    # published again (its message may have died with a Redis restart); after queue_limit it fails.
+    heartbeat_interval_s: float = 10.0
+    heartbeat_grace_s: float = 60.0
+    queue_grace_s: float = 300.0
+    queue_limit_s: float = 86400.0
+    reaper_interval_s: float = 15.0
+    job_max_attempts: int = 3
+    # The task's retry budget for a lost database or broker (exponential backoff, capped).
+    job_max_retries: int = 10
+    job_retry_backoff_max_s: int = 120
     gpus: int | None = None
     # sha256 hashes of API keys given by the deployment (``zootriage create-api-key --no-store``), on
     # top of those the command stored in the database; never the keys themselves.

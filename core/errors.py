@@ -2,15 +2,32 @@
 
 The API maps a :class:`ZooError` to an HTTP 4xx ``{code, message}``; the worker fails the job on one
 (retrying cannot fix bad input) and retries anything else. ``code`` strings are part of the public
-contract: never rename one.
+contract: never rename one. :class:`Cancelled` sits beside them: the way a caller's cancel check
+stops a long computation (GLUE's repeats, the solver's batches) without core knowing who asked.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+
+CancelCheck = Callable[[], bool]
+
+
+class Cancelled(Exception):
+    """The caller's cancel check answered yes: a long computation stops between two steps.
+
+    Not a :class:`ZooError`: nothing is wrong with the input, the caller no longer wants the answer.
+    """
+
+
+def stop_if_cancelled(cancel: CancelCheck | None) -> None:
+    """Raise :class:`Cancelled` when ``cancel`` (a cheap callable, polled between steps) says so."""
+    if cancel is not None and cancel():
+        raise Cancelled()
 
 
 class ZooError(Exception):
@@ -148,3 +165,11 @@ class BadSampling(ZooError):
     """A sampling request the dataset cannot satisfy (too few classes or images per class)."""
 
     code = "bad_sampling"
+
+
+class InsufficientStorage(ZooError):
+    """The service's own disk (the feature cache) is full. Not the input's fault, but retrying soon
+    cannot help either: the job fails with this code and an operator frees space."""
+
+    code = "insufficient_storage"
+    http_status = 507

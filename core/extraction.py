@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from core.errors import CancelCheck
 from core.extraction_child import OUTPUT
 from core.features import Extraction, Progress
 from core.isolation import ChildLimits, run_isolated
@@ -25,6 +26,7 @@ def extract_isolated(
     device: torch.device,
     progress: Progress,
     limits: ChildLimits | None = None,
+    cancel: CancelCheck | None = None,
 ) -> tuple[Extraction, dict[str, Any]]:
     """Features, logits and labels of ``request["indices"]``, and the child's description of the model
     (``info``, ``weights_sha256``, ``preprocess``, ``timings``)."""
@@ -46,6 +48,7 @@ def extract_isolated(
         gpu=device.type == "cuda",
         inputs=inputs,
         on_progress=progress,
+        cancel=cancel,
     )
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from core.device import resolve_device
+from core.errors import CancelCheck, stop_if_cancelled
 from core.glue_geometry import effective_geometry
 from core.inputs import class_labels, finite_matrix
 from core.nnls import solve_batched, solve_reference
@@ -113,6 +114,7 @@ def analyze(
     repeats: int = 1,
     solver: Solver = "fast",
     device: str | torch.device | None = None,
+    cancel: CancelCheck | None = None,
 ) -> GlueResult:
     """GLUE markers of the class manifolds in ``features`` (n, N) grouped by ``labels`` (n,).
 
@@ -120,14 +122,21 @@ def analyze(
     over that many independent subsamples and draws and reports the spread in ``std``. ``solver``
     picks the batched Lawson–Hanson solver (``"fast"``, on ``device``: CUDA when present by default)
     or per-draw ``scipy.optimize.nnls`` (``"reference"``). Raises ``ValueError`` on bad input.
+    ``cancel`` is polled before every repeat and every solver batch: when it answers yes the analysis
+    stops with ``core.errors.Cancelled`` (a large ``repeats`` can otherwise run for hours).
     """
     x, classes, n_classes = validate_inputs(features, labels)
     _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
     dev = resolve_device(device)
     runs = []
-    for child in np.random.SeedSequence(seed).spawn(repeats):
+    root = np.random.SeedSequence(seed)
+    for _ in range(repeats):
+        stop_if_cancelled(cancel)
+        # One child at a time: the same seeds as spawn(repeats), without building them all up front.
+        (child,) = root.spawn(1)
         d = solve_draws(
-            x, classes, n_classes, child, n_t, centering, dichotomy, points_per_class, solver, dev
+            x, classes, n_classes, child, n_t, centering, dichotomy, points_per_class, solver, dev,
+            cancel=cancel,
         )
         runs.append(_summarize(d))
     return _combine(runs)
@@ -170,6 +179,8 @@ def solve_draws(
     points_per_class: int | None,
     solver: str,
     device: torch.device,
+    *,
+    cancel: CancelCheck | None = None,
 ) -> Draws:
     """Subsample, preprocess, draw (t_k, y_k) and solve every inner problem (inputs already valid)."""
     sub_rng, t_rng, y_rng = (np.random.default_rng(s) for s in seed.spawn(3))
@@ -186,7 +197,7 @@ def solve_draws(
     if solver == "reference":
         lam = torch.from_numpy(solve_reference(points, signs, t)).to(device)
     else:
-        lam, ok = solve_batched(pts, sig, tt)
+        lam, ok = solve_batched(pts, sig, tt, cancel=cancel)
         bad = (~ok).nonzero(as_tuple=True)[0]
         n_fallback = int(bad.numel())
         if n_fallback:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.confine import ENV
-from core.errors import ResourceLimit, TimeLimit, ZooError
+from core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -108,6 +108,7 @@ def run_isolated(
     gpu: bool = False,
     inputs: dict[str, Path] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    cancel: CancelCheck | None = None,
 ) -> T:
     """Run ``python -m module`` confined; it reads ``request.json`` from its working folder.
 
@@ -138,7 +139,7 @@ def run_isolated(
                 user=mode.user,
             )
             try:
-                result = _converse(proc, bounds, gpu, on_progress or _ignore)
+                result = _converse(proc, bounds, gpu, on_progress or _ignore, cancel)
             finally:
                 _kill_group(proc)
         return collect(result, folder)
@@ -180,8 +181,10 @@ def _converse(
     bounds: ChildLimits,
     gpu: bool,
     on_progress: Callable[[str, int, int], None],
+    cancel: CancelCheck | None,
 ) -> dict[str, Any]:
-    """Forward progress lines until the child's result, error, exit, or a limit."""
+    """Forward progress lines until the child's result, error, exit, a limit, or a cancel (polled
+    at least every half second, also while the child is silent, e.g. loading a large model)."""
     assert proc.stdout is not None
     deadline = time.monotonic() + bounds.wall_s
     selector = selectors.DefaultSelector()
@@ -193,6 +196,7 @@ def _converse(
             raise TimeLimit(f"loading the model and extracting features ran past {bounds.wall_s:g} s")
         if gpu and _rss(proc.pid) > bounds.memory_bytes:
             raise ResourceLimit(f"the model's process used over {bounds.memory_bytes >> 20} MiB of memory")
+        stop_if_cancelled(cancel)
         if not selector.select(timeout=min(left, 0.5)):
             continue
         chunk = os.read(proc.stdout.fileno(), 1 << 16)

@@ -32,6 +32,8 @@ import numpy as np
 import scipy.optimize
 import torch
 
+from core.errors import CancelCheck, stop_if_cancelled
+
 # Entering threshold and KKT check, relative to the scale ‖t_k‖ · max_i ‖x_i‖ of the gradient entries.
 _ENTER_RTOL = 1e-10
 _KKT_RTOL = 1e-7
@@ -52,12 +54,14 @@ def solve_reference(points: np.ndarray, signs: np.ndarray, t: np.ndarray) -> np.
 
 
 def solve_batched(
-    points: torch.Tensor, signs: torch.Tensor, t: torch.Tensor
+    points: torch.Tensor, signs: torch.Tensor, t: torch.Tensor, *, cancel: CancelCheck | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Solve all draws with the batched Lawson–Hanson method on ``points.device``.
 
     ``points`` (n, r), ``signs`` (B, n) of ±1, ``t`` (B, r), all float64 on one device. Returns
-    λ (B, n) and a boolean (B,) mask of the draws whose solution passed the KKT check.
+    λ (B, n) and a boolean (B,) mask of the draws whose solution passed the KKT check. ``cancel`` is
+    polled at every Lawson–Hanson step of every block of draws (``core.errors.Cancelled`` stops the
+    solve): one block of a large problem can take seconds.
     """
     n = points.shape[0]
     gram = points @ points.T
@@ -66,7 +70,7 @@ def solve_batched(
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
     for start in range(0, signs.shape[0], step):
         sl = slice(start, start + step)
-        lam[sl], ok[sl] = _solve_block(points, gram, signs[sl], t[sl])
+        lam[sl], ok[sl] = _solve_block(points, gram, signs[sl], t[sl], cancel)
     return lam, ok
 
 
@@ -196,7 +200,7 @@ class _Active:
 
 
 def _solve_block(
-    points: torch.Tensor, gram: torch.Tensor, signs: torch.Tensor, t: torch.Tensor
+    points: torch.Tensor, gram: torch.Tensor, signs: torch.Tensor, t: torch.Tensor, cancel: CancelCheck | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lawson–Hanson on one block of draws; see the module docstring."""
     n_draws, n = signs.shape
@@ -217,6 +221,7 @@ def _solve_block(
 
     w = full.b
     for _ in range(3 * n + 10):
+        stop_if_cancelled(cancel)
         w_max, enter = w.scatter(1, act.idx, -torch.inf)[:, :n].max(dim=1)
         done = w_max <= _ENTER_RTOL * act.prob.scale
         if bool(done.any()):

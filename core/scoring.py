@@ -8,6 +8,7 @@ scoring the same model and data under another protocol skips the child and its f
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -27,6 +28,7 @@ from core.data.open import open_dataset
 from core.data.refs import AnyDatasetRef, Sampling
 from core.data.sampling import sample
 from core.device import resolve_device
+from core.errors import CancelCheck, InsufficientStorage
 from core.extraction import extract_isolated
 from core.features import Extraction, Progress, default_workers
 from core.isolation import ChildLimits
@@ -35,6 +37,7 @@ from core.zoo.loader import ModelInfo
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
 from core.zoo.weights import sha256_file
 
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 EXTRACTION_VERSION = 1  # bump when a change to extraction changes the features it produces
 
 
@@ -72,12 +75,15 @@ def score(
     batch_size: int = 64,
     num_workers: int | None = None,
     child_limits: ChildLimits | None = None,
+    cancel: CancelCheck | None = None,
 ) -> ScoreResult:
     """Score ``model`` on a ``sampling`` of ``dataset``. Bad input raises ``core.errors.ZooError``.
 
     ``data_roots`` and ``limits`` come from the caller's settings: folder, torchvision and archive
     datasets are read only under those roots. ``num_workers`` data-loading processes (default: by
-    device and cores; none inside a daemonic process such as a Celery prefork child).
+    device and cores; none inside a daemonic process such as a Celery prefork child). ``cancel`` is
+    polled while the child runs and throughout the marker stage (``core.errors.Cancelled`` stops
+    both). A full disk under ``cache_dir`` raises ``core.errors.InsufficientStorage``.
 
     The model is loaded and run only in an isolated child (``core.isolation``), for every kind of
     reference: one path, whether the weights are a user's upload or a library's download. The feature
@@ -104,7 +110,7 @@ def score(
             "device": str(dev),
             "num_workers": workers,
         }
-        extraction, described = extract_isolated(model, request, dev, report, child_limits)
+        extraction, described = extract_isolated(model, request, dev, report, child_limits, cancel)
         timings.update(described["timings"])  # load_model and extract, as the child measured them
         timings["child"] = time.perf_counter() - start  # those plus its start, imports and dataset
         _write_cache(cache_dir, key, extraction, described)
@@ -122,6 +128,7 @@ def score(
             protocol=protocol,
             logits_match_labels=match,
             device=dev,
+            cancel=cancel,
         )
     return ScoreResult(
         markers=markers,
@@ -188,15 +195,28 @@ def _write_cache(
     cache_dir: str | Path | None, key: str, extraction: Extraction, described: dict[str, Any]
 ) -> None:
     """Write to a temporary file and rename, so readers never see a partial entry. The model's
-    description is stored with the arrays (as JSON bytes) so a cache hit needs no model."""
+    description is stored with the arrays (as JSON bytes) so a cache hit needs no model.
+
+    A failed write removes its temporary file (a full disk must not fill up further with partial
+    entries); a disk or quota that is full becomes ``InsufficientStorage``, anything else propagates.
+    """
     if cache_dir is None:
         return
     folder = Path(cache_dir)
-    folder.mkdir(parents=True, exist_ok=True)
     text = np.frombuffer(json.dumps(described).encode(), dtype=np.uint8)
-    with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
-        np.savez(
-            handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels,
-            described=text,
-        )
-    os.replace(handle.name, folder / f"{key}.npz")
+    partial: Path | None = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
+            partial = Path(handle.name)
+            np.savez(
+                handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels,
+                described=text,
+            )
+        os.replace(partial, folder / f"{key}.npz")
+    except BaseException as exc:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            raise InsufficientStorage("the service's feature cache is out of disk space") from exc
+        raise

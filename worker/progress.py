@@ -2,7 +2,9 @@
 
 Writes are throttled (a stage change, or half a second since the last write) so that a per-batch
 callback costs nothing noticeable. Each write is conditional on the job still running: when a client
-cancelled it, the update matches no row and ``JobCancelled`` unwinds the computation.
+cancelled it, the update matches no row and ``JobCancelled`` unwinds the computation. Stages that
+report no progress for a long while (the markers: GLUE's repeats and solver batches) poll
+``cancelled`` instead, which reads the row at most every half second.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from __future__ import annotations
 import time
 import uuid
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from app.db.models import Job, JobStatus
 from app.db.session import session_scope
+from core.errors import Cancelled
+from worker.pause import pause_at
 
 MIN_INTERVAL_S = 0.5
 
 
-class JobCancelled(Exception):
+class JobCancelled(Cancelled):
     """The job row left the running state while the computation was going on."""
 
 
@@ -28,11 +32,13 @@ class ProgressWriter:
         self._job_id = job_id
         self._stage: str | None = None
         self._last = 0.0
+        self._checked = 0.0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = time.monotonic()
         if stage == self._stage and now - self._last < MIN_INTERVAL_S and done < total:
             return
+        entering = stage != self._stage
         self._stage, self._last = stage, now
         with session_scope(self._url) as session:
             result = session.execute(
@@ -42,3 +48,15 @@ class ProgressWriter:
             )
         if result.rowcount == 0:  # type: ignore[attr-defined]
             raise JobCancelled(str(self._job_id))
+        if entering:
+            pause_at(stage)
+
+    def cancelled(self) -> bool:
+        """The ``core.errors.CancelCheck`` of this job: has its row left the running state?"""
+        now = time.monotonic()
+        if now - self._checked < MIN_INTERVAL_S:
+            return False
+        self._checked = now
+        with session_scope(self._url) as session:
+            status = session.scalar(select(Job.status).where(Job.id == self._job_id))
+        return status != JobStatus.running.value

@@ -29,6 +29,7 @@ from core.device import resolve_device
 from core.isolation import ChildLimits
 from core.markers import list_markers
 from core.scoring import EXTRACTION_VERSION, ScoreResult, score
+from worker.messages import public_message
 from worker.progress import ProgressWriter
 
 log = logging.getLogger(__name__)
@@ -65,12 +66,16 @@ def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
             return None
         job.status = JobStatus.running.value
         job.started_at = job.started_at or now
+        job.heartbeat_at = now
         job.attempts += 1
         job.error_code = job.error_message = None
         return Claimed(job.id, job.request_key, dict(job.request), time.monotonic())
 
 
 def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None:
+    """Fail an active job; ``message`` is shown to anyone who can read the job, so it is made public
+    (``worker.messages.public_message``): the details stay in the worker log."""
+    log.info("job %s failed as %s: %s", job_id, code, message)
     with session_scope(settings.effective_database_url) as session:
         session.execute(
             update(Job)
@@ -78,7 +83,7 @@ def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None
             .values(
                 status=JobStatus.failed.value,
                 error_code=code[:64],
-                error_message=message,
+                error_message=public_message(message),
                 finished_at=datetime.now(UTC),
             )
         )
@@ -86,16 +91,18 @@ def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None
 
 def compute(settings: Settings, claimed: Claimed) -> ScoreResult:
     model, dataset, sampling, protocol = parse_request(claimed.request)
+    progress = ProgressWriter(settings.effective_database_url, claimed.job_id)
     return score(
         local_model(model, settings.effective_upload_dir),
         dataset,
         sampling,
         protocol,
         device=resolve_device(None),
-        progress=ProgressWriter(settings.effective_database_url, claimed.job_id),
+        progress=progress,
         cache_dir=settings.effective_cache_dir,
         data_roots=settings.effective_data_roots,
         child_limits=ChildLimits(wall_s=settings.job_time_limit_s),
+        cancel=progress.cancelled,
     )
 
 

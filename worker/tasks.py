@@ -1,9 +1,16 @@
 """The scoring task and its failure policy.
 
 - bad input (``core.errors.ZooError``) fails the job with that error's code: retrying cannot help;
-- a lost database or broker is transient: retried with exponential backoff (and jitter);
-- a cancel (the job row left "running") stops quietly; the time limit fails the job with its code;
-- anything else is a bug: the job fails as ``internal_error`` with the exception text, no retry.
+- a lost database or broker is transient: retried with exponential backoff (and jitter), within the
+  settings' budget (``job_max_retries``, ``job_retry_backoff_max_s``). When the budget runs out the
+  message is gone and the row may still say running; its heartbeat has stopped with the task, so
+  once the database is back the reaper (app/services/reaper.py) requeues or fails it;
+- a cancel (the job row left "running", seen by a progress write or the marker stage's cancel
+  check) stops quietly; the time limit fails the job with its code;
+- anything else is a bug: the job fails as ``internal_error`` with a message that names the job id
+  and nothing else; the traceback goes to the worker log only.
+
+While the task runs, a heartbeat thread stamps the row so the reaper can tell a lost worker.
 """
 
 from __future__ import annotations
@@ -18,14 +25,16 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app.queue import SCORE_TASK
 from app.settings import get_settings
-from core.errors import ZooError
+from core.errors import Cancelled, ZooError
 from worker.celery_app import celery_app
-from worker.progress import JobCancelled
+from worker.heartbeat import Heartbeat
+from worker.messages import internal_error_message
 from worker.runner import JobNotVisible, claim, compute, fail, store
 
 log = logging.getLogger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, BrokerError, redis.exceptions.ConnectionError, JobNotVisible)
+_settings = get_settings()
 
 
 @celery_app.task(
@@ -34,9 +43,9 @@ TRANSIENT = (OperationalError, InterfaceError, BrokerError, redis.exceptions.Con
     reject_on_worker_lost=True,
     autoretry_for=TRANSIENT,
     retry_backoff=2,
-    retry_backoff_max=120,
+    retry_backoff_max=_settings.job_retry_backoff_max_s,
     retry_jitter=True,
-    max_retries=10,
+    max_retries=_settings.job_max_retries,
 )
 def score_job(job_id: str) -> None:
     settings = get_settings()
@@ -45,11 +54,12 @@ def score_job(job_id: str) -> None:
     if claimed is None:
         return
     try:
-        result = compute(settings, claimed)
+        with Heartbeat(settings.effective_database_url, job, settings.heartbeat_interval_s):
+            result = compute(settings, claimed)
     except ZooError as exc:
         fail(settings, job, exc.code, exc.message)
         return
-    except JobCancelled:
+    except Cancelled:
         log.info("job %s was cancelled while running", job_id)
         return
     except SoftTimeLimitExceeded:
@@ -57,8 +67,8 @@ def score_job(job_id: str) -> None:
         return
     except TRANSIENT:
         raise
-    except Exception as exc:
+    except Exception:
         log.exception("job %s failed", job_id)
-        fail(settings, job, "internal_error", f"{type(exc).__name__}: {exc}")
+        fail(settings, job, "internal_error", internal_error_message(job_id))
         return
     store(settings, claimed, result)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import time
+
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy import text
 
 from app.api.deps import SettingsDep
-from app.db.session import get_engine
+from app.db.session import get_engine, get_sessionmaker
 from app.queue import broker_reachable
+from app.services.reaper import ReaperState, overdue
 from app.settings import Settings
 
 router = APIRouter(tags=["health"])
@@ -24,6 +27,23 @@ class Readiness(BaseModel):
     status: str
     database: str
     broker: str
+    reaper: str
+    overdue_jobs: int | None
+
+
+def _reaper_problem(settings: Settings, state: ReaperState) -> str | None:
+    """This process's reaper is stale when it has not swept successfully for three intervals."""
+    if state.last_success is None:
+        return f"failing ({state.last_error})" if state.last_error else None
+    age = time.monotonic() - state.last_success
+    if age > 3 * settings.reaper_interval_s:
+        return f"no successful sweep for {age:.0f} s ({state.last_error or 'not running'})"
+    return None
+
+
+def _overdue_jobs(settings: Settings) -> int | None:
+    with get_sessionmaker(settings.effective_database_url)() as session:
+        return overdue(session, settings)
 
 
 def _database_problem(settings: Settings) -> str | None:
@@ -41,14 +61,20 @@ async def healthz() -> Health:
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-async def readyz(settings: SettingsDep) -> JSONResponse:
-    """503 names each unreachable dependency, so an operator knows which one to look at."""
+async def readyz(settings: SettingsDep, request: Request) -> JSONResponse:
+    """503 names each unreachable dependency, so an operator knows which one to look at; also when
+    this process's reaper has stopped sweeping, or active jobs are overdue (lost jobs that a working
+    reaper would already have requeued or failed)."""
     database = await run_in_threadpool(_database_problem, settings)
     broker = await run_in_threadpool(broker_reachable, settings)
-    ready = database is None and broker is None
+    reaper = _reaper_problem(settings, request.app.state.reaper)
+    late = None if database is not None else await run_in_threadpool(_overdue_jobs, settings)
+    ready = database is None and broker is None and reaper is None and not late
     body = Readiness(
         status="ready" if ready else "unavailable",
         database="ok" if database is None else f"unreachable ({database})",
         broker="ok" if broker is None else f"unreachable ({broker})",
+        reaper="ok" if reaper is None else reaper,
+        overdue_jobs=late,
     )
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

@@ -146,6 +146,9 @@ class Job(Base):
     run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Running: the worker's last sign of life. Queued: when the task was last published. The reaper
+    # (app/services/reaper.py) reads it to find jobs whose worker or message was lost.
+    heartbeat_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     duration_s: Mapped[float | None] = mapped_column(Float)
 

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from core.device import resolve_device
+from core.errors import CancelCheck, stop_if_cancelled
 from core.glue import GlueResult, analyze
 from core.markers.inputs import MarkerInputs, validate_inputs
 from core.markers.protocol import Protocol
@@ -42,6 +43,7 @@ def compute_markers(
     logits_match_labels: bool = True,
     device: str | torch.device | None = None,
     names: Sequence[str] | None = None,
+    cancel: CancelCheck | None = None,
 ) -> dict[str, MarkerValue]:
     """Compute every registered marker (or those in ``names``), in ``list_markers`` order.
 
@@ -54,7 +56,8 @@ def compute_markers(
     one. Geometry markers share one ``core.glue.analyze`` call under ``protocol`` (default
     ``Protocol()``); when GLUE rejects degenerate data (e.g. all-zero features) they are not
     applicable with its message. Bad inputs, an unknown marker name or an unavailable device raise
-    ``ValueError``.
+    ``ValueError``. ``cancel`` is polled before each marker and inside GLUE (every repeat and solver
+    batch); when it answers yes the computation stops with ``core.errors.Cancelled``.
     """
     protocol = Protocol() if protocol is None else protocol
     if not isinstance(protocol, Protocol):
@@ -78,11 +81,13 @@ def compute_markers(
                 points_per_class=protocol.points_per_class,
                 repeats=protocol.repeats,
                 device=dev,
+                cancel=cancel,
             )
         except ValueError as err:  # the inputs are valid, so this is degenerate data (all-zero features)
             glue_error = f"GLUE analysis failed: {err}"
     results: dict[str, MarkerValue] = {}
     for spec in specs:
+        stop_if_cancelled(cancel)
         reason = _not_applicable_reason(spec, inputs)
         if reason is None and spec.group == "geometry":
             reason = glue_error

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +11,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+
+from tests.integration.servers import RedisServer
 
 ADMIN_URL = os.environ.get(
     "ZOOTRIAGE_TEST_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -57,28 +54,9 @@ def private_redis() -> Iterator[str]:
     if EXTERNAL_REDIS_URL:
         yield EXTERNAL_REDIS_URL.rstrip("/")
         return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    folder = tempfile.mkdtemp(prefix="zt-redis-")
-    server = subprocess.Popen(
-        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-         "--dir", folder, "--logfile", os.path.join(folder, "redis.log")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = RedisServer()
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}"
+        server.start()
+        yield server.url
     finally:
-        server.terminate()
-        server.wait(timeout=10)
-        shutil.rmtree(folder, ignore_errors=True)
+        server.remove()

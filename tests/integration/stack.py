@@ -58,6 +58,15 @@ class Stack:
             start_new_session=True,
         )
 
+    def wait_worker_ready(self, timeout: float = 180) -> None:
+        """Until the current worker has connected and says it is ready to take tasks."""
+        log = self.logs / f"worker-{self.started_workers}.log"
+        deadline = time.monotonic() + timeout
+        while " ready." not in log.read_text(errors="replace"):
+            assert self.worker is not None and self.worker.poll() is None, self.worker_log_tail()
+            assert time.monotonic() < deadline, self.worker_log_tail()
+            time.sleep(0.1)
+
     def kill_worker(self) -> None:
         """SIGKILL the whole worker (main process, pool child, data loaders): nothing gets to clean up."""
         assert self.worker is not None
@@ -79,25 +88,25 @@ class Stack:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
 
+    def stop_worker(self) -> None:
+        """A warm shutdown (SIGTERM), then SIGKILL if it takes longer than 30 s."""
+        if self.worker is None:
+            return
+        os.killpg(self.worker.pid, signal.SIGTERM)
+        try:
+            self.worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.worker.pid, signal.SIGKILL)
+            self.worker.wait(timeout=30)
+        self.worker = None
+
     def stop(self) -> None:
-        if self.worker is not None:
-            os.killpg(self.worker.pid, signal.SIGTERM)
-            try:
-                self.worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.worker.pid, signal.SIGKILL)
+        self.stop_worker()
         self.api.terminate()
         self.api.wait(timeout=30)
 
 
-def start_stack(settings: Settings, logs: Path, **extra_env: str) -> Stack:
-    stack = start_api(settings, logs, **extra_env)
-    stack.start_worker()
-    return stack
-
-
-def start_api(settings: Settings, logs: Path, **extra_env: str) -> Stack:
-    """uvicorn alone, in its own process (whose memory a test can read), answering /healthz."""
+def start_stack(settings: Settings, logs: Path, *, worker: bool = True, **extra_env: str) -> Stack:
     port = free_port()
     env = service_env(settings, **extra_env)
     api_log = open(logs / "api.log", "wb")  # noqa: SIM115
@@ -118,4 +127,7 @@ def start_api(settings: Settings, logs: Path, **extra_env: str) -> Stack:
         if api.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the API did not start; see {logs / 'api.log'}")
         time.sleep(0.2)
-    return Stack(base_url, env, logs, api)
+    stack = Stack(base_url, env, logs, api)
+    if worker:
+        stack.start_worker()
+    return stack

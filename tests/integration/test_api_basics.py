@@ -12,7 +12,9 @@ def test_healthz_and_readyz_report_up(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "database": "ok", "broker": "ok"}
+    assert ready.json() == {
+        "status": "ready", "database": "ok", "broker": "ok", "reaper": "ok", "overdue_jobs": 0
+    }
 
 
 def test_readyz_names_the_unreachable_database(settings: Settings) -> None:

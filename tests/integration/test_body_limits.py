@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from app.settings import Settings
-from tests.integration.stack import Stack, start_api
+from tests.integration.stack import Stack, start_stack
 
 MB = 1024 * 1024
 GROWTH_BOUND = 100 * MB  # loose: the unbounded versions grew by 0.8-1.4 GB
@@ -28,7 +28,9 @@ GROWTH_BOUND = 100 * MB  # loose: the unbounded versions grew by 0.8-1.4 GB
 def api(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """An upload limit of 64 MB, so that a flood of small form fields fits under it and is refused
     for its number of parts, not its size."""
-    running = start_api(settings, tmp_path_factory.mktemp("logs"), ZOOTRIAGE_UPLOAD_LIMIT_BYTES=str(64 * MB))
+    running = start_stack(
+        settings, tmp_path_factory.mktemp("logs"), worker=False, ZOOTRIAGE_UPLOAD_LIMIT_BYTES=str(64 * MB)
+    )
     yield running
     running.stop()
 

@@ -1,16 +1,22 @@
-"""The task's failure policy, run eagerly: transient errors retry; bad input and the time limit fail once."""
+"""The task's failure policy, run eagerly: transient errors retry; bad input and the time limit fail once;
+what a failed job tells its readers; the heartbeat while it runs."""
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
 import worker.tasks as tasks
+from app.db.models import Job, JobStatus
+from app.db.session import session_scope
 from app.settings import Settings
-from core.errors import UnknownDataset
+from core.errors import BadImage, UnknownDataset
 from worker.runner import Claimed
 
 
@@ -50,3 +56,68 @@ def test_bad_input_or_the_time_limit_fail_the_job_once_with_a_code(
     assert result.state == "SUCCESS"
     assert attempts == [1]
     assert failures == [(job, code)]
+
+
+def queued_job(database_url: str) -> uuid.UUID:
+    job = Job(run_key=uuid.uuid4().hex, request={}, request_hash="0" * 64, status=JobStatus.queued.value)
+    with session_scope(database_url) as session:
+        session.add(job)
+    return job.id
+
+
+def stored(database_url: str, job_id: uuid.UUID) -> Job:
+    with session_scope(database_url) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return job
+
+
+def test_a_failing_job_shows_no_traceback_and_no_path(
+    settings: Settings, clean_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug's details (here a real FileNotFoundError naming an install path) stay in the worker log;
+    the row says internal_error and the job id to look for. A bad-input message loses its paths."""
+    missing = Path(sys.prefix) / "lib" / "no-such-plugin.so"
+
+    def buggy(_settings: Settings, _claimed: Claimed) -> None:
+        missing.read_bytes()
+
+    def bad_image(_settings: Settings, _claimed: Claimed) -> None:
+        image = missing.with_name("digit.png")
+        raise BadImage(f"{image} does not decode\nTraceback (most recent call last):")
+
+    monkeypatch.setattr(tasks, "get_settings", lambda: settings)
+    for compute, code in ((buggy, "internal_error"), (bad_image, "bad_image")):
+        job = queued_job(clean_db)
+        monkeypatch.setattr(tasks, "compute", compute)
+        assert tasks.score_job.apply(args=[str(job)]).state == "SUCCESS"
+        row = stored(clean_db, job)
+        assert (row.status, row.error_code) == ("failed", code)
+        assert row.error_message is not None
+        assert "Traceback" not in row.error_message and "/" not in row.error_message, row.error_message
+        assert sys.prefix not in row.error_message
+        if code == "internal_error":
+            assert str(job) in row.error_message and "no-such-plugin" not in row.error_message
+        else:
+            assert row.error_message == "digit.png does not decode"
+
+
+def test_the_heartbeat_stamps_a_running_job_until_the_task_ends(
+    settings: Settings, clean_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    beats: list[datetime | None] = []
+    job = queued_job(clean_db)
+
+    def slow(_settings: Settings, claimed: Claimed) -> None:
+        for _ in range(3):
+            time.sleep(0.4)
+            beats.append(stored(clean_db, claimed.job_id).heartbeat_at)
+        raise UnknownDataset("gone")
+
+    quick = settings.model_copy(update={"heartbeat_interval_s": 0.1})
+    monkeypatch.setattr(tasks, "get_settings", lambda: quick)
+    monkeypatch.setattr(tasks, "compute", slow)
+    tasks.score_job.apply(args=[str(job)])
+    assert all(beat is not None for beat in beats)
+    assert beats[0] < beats[1] < beats[2]  # type: ignore[operator]
+    assert stored(clean_db, job).status == "failed"

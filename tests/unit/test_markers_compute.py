@@ -66,6 +66,7 @@ def test_one_analyze_call_with_the_protocol(fake_analyze, data):
         "points_per_class": 10,
         "repeats": 2,
         "device": torch.device("cpu"),
+        "cancel": None,
     }
     assert sorted(np.unique(classes)) == [0, 1, 2]  # labels mapped to class indices
     assert out["dimension"].value == pytest.approx(0.2) and out["center_norm"].value == pytest.approx(0.8)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pytest
 
 from core.data.refs import Sampling, parse_dataset_ref
-from core.errors import PathOutsideRoots, ZooError
+from core.errors import InsufficientStorage, PathOutsideRoots, ZooError
 from core.markers import Protocol
 from core.scoring import score
 from core.zoo.refs import parse_model_ref
@@ -62,3 +65,31 @@ def test_bad_input_raises_zoo_errors(digit_programs: dict[str, Path], tmp_path: 
         score(parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("folder:../etc"),
               Sampling(), QUICK, data_roots=[tmp_path])
     assert isinstance(info.value, ZooError) and info.value.to_dict()["code"] == "path_outside_roots"
+
+
+@pytest.mark.parametrize(
+    ("errno_code", "raised"), [(errno.ENOSPC, InsufficientStorage), (errno.EACCES, OSError)]
+)
+def test_a_failed_cache_write_leaves_no_temporary_file(
+    digit_programs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    errno_code: int, raised: type[Exception],
+) -> None:
+    """The disk fills up halfway through the entry: its temporary file is removed and a full disk is
+    ``insufficient_storage``, not a bug; any other write error propagates as it is."""
+
+    def half_written(handle: BinaryIO, **_arrays: np.ndarray) -> None:
+        handle.write(b"PK\x03\x04" + b"\0" * 4096)
+        raise OSError(errno_code, os.strerror(errno_code))
+
+    monkeypatch.setattr(np, "savez", half_written)
+    cache = tmp_path / "cache"
+    with pytest.raises(raised) as info:
+        score(
+            parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
+            Sampling(classes=2, per_class=10, seed=0), QUICK, cache_dir=cache,
+        )
+    assert list(cache.iterdir()) == []
+    if raised is InsufficientStorage:
+        assert info.value.code == "insufficient_storage"
+    else:
+        assert info.value.errno == errno_code
