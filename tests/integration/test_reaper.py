@@ -50,7 +50,7 @@ def add_job(
 ) -> uuid.UUID:
     """A job created (and first claimed) ``ago`` seconds before NOW, its heartbeat ``beat_ago`` before."""
     job = Job(
-        run_key=uuid.uuid4().hex,
+        request_key=uuid.uuid4().hex,
         request={},
         request_hash="0" * 64,
         status=status.value,
@@ -141,7 +141,7 @@ def test_readyz_reports_overdue_jobs(reaping: Settings) -> None:
         now = datetime.now(UTC)
         with session_scope(quiet.effective_database_url) as session:
             session.add(Job(
-                run_key=uuid.uuid4().hex, request={}, request_hash="0" * 64, status="running", attempts=1,
+                request_key=uuid.uuid4().hex, request={}, request_hash="0" * 64, status="running", attempts=1,
                 created_at=now - timedelta(hours=3), started_at=now - timedelta(hours=3),
                 heartbeat_at=now - timedelta(hours=3),
             ))

@@ -59,7 +59,10 @@ def test_bad_input_or_the_time_limit_fail_the_job_once_with_a_code(
 
 
 def queued_job(database_url: str) -> uuid.UUID:
-    job = Job(run_key=uuid.uuid4().hex, request={}, request_hash="0" * 64, status=JobStatus.queued.value)
+    request = {"dataset": {"source": "folder", "path": "digits"}}  # mutable data: never reused by request
+    job = Job(
+        request_key=uuid.uuid4().hex, request=request, request_hash="0" * 64, status=JobStatus.queued.value
+    )
     with session_scope(database_url) as session:
         session.add(job)
     return job.id
