@@ -24,7 +24,8 @@ def test_readyz_names_the_unreachable_database_and_nothing_more(
 ) -> None:
     url = "postgresql+psycopg://secretuser@127.0.0.1:1/hidden_db"
     broken = settings.model_copy(update={"database_url": url})
-    with TestClient(create_app(broken), raise_server_exceptions=False) as client, caplog.at_level(logging.WARNING):
+    client = TestClient(create_app(broken), raise_server_exceptions=False)
+    with client, caplog.at_level(logging.WARNING):
         body = client.get("/readyz")
         assert body.status_code == 503
         assert body.json() == {"status": "unavailable", "database": "unreachable", "broker": "ok"}
