@@ -397,13 +397,13 @@ def main() -> None:
         finally:
             api.terminate()
             api.wait(timeout=30)
-            shutil.rmtree(work, ignore_errors=True)
     shown = "\n  ".join(problems[:20])
     print(f"\nanswers other than 2xx or 503 + Retry-After, and client timeouts: {len(problems)}" + (
         f"\n  {shown}" if problems else "  (goal: 0)"
     ))
     if problems:
-        raise SystemExit(1)
+        raise SystemExit(f"the API's log: {work / 'api.log'}")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
