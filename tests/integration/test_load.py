@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.db.models import Job
-from app.db.session import session_scope
+from app.db.session import POOL_CAPACITY, get_engine, session_scope
+from app.main import create_app
 from app.settings import Settings
 from tests.integration.seeding import seed_runs
 from tests.integration.stack import start_api
@@ -74,3 +77,15 @@ def test_a_burst_of_clients_gets_2xx_or_503_with_retry_after_and_no_500(
         jobs = session.scalar(select(func.count()).select_from(Job))
     assert len(accepted) == jobs  # identical posts collapse into the one job they all answer with
     assert jobs <= 1
+
+
+def test_an_exhausted_connection_pool_is_a_503_with_retry_after(settings: Settings, clean_db: str) -> None:
+    """The limiter normally keeps requests out of the pool's queue; should the pool still run dry
+    (connections held elsewhere in the process), the wait ends as a 503, not a 500."""
+    engine = get_engine(settings.effective_database_url)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client, ExitStack() as held:
+        for _ in range(POOL_CAPACITY):
+            held.enter_context(engine.connect())
+        answer = client.get("/v1/runs")
+    assert answer.status_code == 503, answer.text
+    assert (answer.json()["code"], answer.headers["retry-after"]) == ("overloaded", "1")
