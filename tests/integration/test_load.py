@@ -7,6 +7,7 @@ import asyncio
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fastapi.testclient import TestClient
@@ -22,7 +23,7 @@ from tests.integration.stack import start_api
 CLIENTS = 300
 
 
-async def burst(base_url: str, job: dict[str, object]) -> list[httpx.Response]:
+async def burst(base_url: str, job: dict[str, Any]) -> list[httpx.Response]:
     """Every client at once: half list the history, half post the same job; each request once."""
     limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
