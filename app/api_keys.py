@@ -51,9 +51,8 @@ class UnknownApiKey(LookupError):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a valid key belongs to: its stored id (None for a settings key), name and scopes."""
+    """Who a valid key belongs to: its name (``settings`` for a key given by hash) and scopes."""
 
-    key_id: int | None
     name: str
     scopes: frozenset[Scope]
 
@@ -118,14 +117,14 @@ def authenticate(session: Session, key: str, settings_hashes: list[str]) -> Call
     """The caller a presented key stands for, or None when it is unknown or revoked."""
     digest = hash_key(key)
     if _matches_settings(digest, settings_hashes):
-        return Caller(None, "settings", DEFAULT_SCOPES)
+        return Caller("settings", DEFAULT_SCOPES)
     row = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))
     if row is None or not hmac.compare_digest(row.key_hash.encode(), digest.encode()):
         return None
     if row.revoked_at is not None:
         return None
     _note_use(session, row)
-    return Caller(row.id, row.name, frozenset(Scope(s) for s in row.scopes))
+    return Caller(row.name, frozenset(Scope(s) for s in row.scopes))
 
 
 def _note_use(session: Session, row: ApiKey) -> None:

@@ -65,7 +65,7 @@ def _check(rule: Rule, needed: Scope, caller: Caller | None, session: Session, s
     if caller is not None:
         if caller.may(needed):
             return
-        raise ApiError(403, "forbidden", f"this API key lacks the {needed} scope")
+        raise ApiError(403, "forbidden", f"the API key {caller.name!r} lacks the {needed} scope")
     if rule is Rule.until_first_key and not keys_configured(session, settings.api_key_hashes):
         return
     raise ApiError(401, "unauthorized", f"an X-API-Key with the {needed} scope is required")
@@ -87,6 +87,7 @@ def require_metrics(caller: CallerDep, session: SessionDep, settings: SettingsDe
     _check(metrics_rule(settings), Scope.read, caller, session, settings)
 
 
+# A plain ``Depends`` (not an alias): every /v1 router is included with it, so no read route can miss it.
 ReadAccess = Depends(require_read)
 WriteAccess = Annotated[None, Depends(require_write)]
 AdminAccess = Annotated[None, Depends(require_admin)]
