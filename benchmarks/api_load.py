@@ -147,7 +147,9 @@ class Tally:
 
 
 def client_pool(base_url: str, clients: int) -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    """A connection per client; one idle for 2 s is dropped by the client, before uvicorn closes it
+    at 5 s (keep-alive): reusing one just as the server closes it is a transport error, not an answer."""
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=2.0)
     return httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60)
 
 
