@@ -16,15 +16,16 @@ import uvicorn
 
 from app.main import create_app
 from app.migrate import upgrade_to_head
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 
 
 def worker_command(loglevel: str = "WARNING") -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", f"--loglevel={loglevel}"]
 
 
-def run_embedded(host: str = "127.0.0.1", port: int = 8000) -> None:
-    settings = get_settings()
+def run_embedded(settings: Settings) -> None:
+    """Serve on ``settings.host``/``port`` (loopback by default, where the access policy is open)."""
+    host, port = settings.host, settings.port
     upgrade_to_head(settings.effective_database_url)
     # The worker owns torch/CUDA in its own process; HF_HUB_OFFLINE keeps a missing timm file a fast error.
     env = {"HF_HUB_OFFLINE": "1", **os.environ}
@@ -44,4 +45,4 @@ def run_embedded(host: str = "127.0.0.1", port: int = 8000) -> None:
 
 
 if __name__ == "__main__":
-    run_embedded(port=int(os.environ.get("ZOOTRIAGE_PORT", "8000")))
+    run_embedded(get_settings())

@@ -10,18 +10,27 @@ from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.api import backtests, checkpoints, gates, health, jobs, rankings, recommendations, runs
+from app.access import check_bind
+from app.api import api_keys, backtests, checkpoints, gates, health, jobs, rankings, recommendations, runs
+from app.api.capacity import DbSlots
+from app.api.deps import MetricsAccess, ReadAccess
 from app.api.errors import install_error_handlers
+from app.api.request_id import RequestIdMiddleware
 from app.body_limits import BodyLimitMiddleware
+from app.db.session import POOL_CAPACITY
 from app.metrics import Metrics, MetricsMiddleware
 from app.services.reaper import ReaperState, run_periodically
 from app.settings import Settings, get_settings
 
 
 @asynccontextmanager
-async def _reaping(app: FastAPI) -> AsyncIterator[None]:
-    """The reaper (app/services/reaper.py) sweeps in the background for the app's whole life."""
-    task = asyncio.create_task(run_periodically(app.state.settings, app.state.reaper))
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Per-app state that needs the event loop: the database slots that bound concurrent requests
+    (app/api/capacity.py), and the reaper (app/services/reaper.py) sweeping in the background for the
+    app's whole life."""
+    settings: Settings = app.state.settings
+    app.state.db_slots = DbSlots(POOL_CAPACITY, settings.db_slot_wait_s)
+    task = asyncio.create_task(run_periodically(settings, app.state.reaper))
     try:
         yield
     finally:
@@ -31,9 +40,11 @@ async def _reaping(app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
+    """Raises ``app.access.UnsafeBind`` for settings that would serve the network with no key."""
     settings = settings or get_settings()
+    check_bind(settings)
     app = FastAPI(
-        lifespan=_reaping,
+        lifespan=_lifespan,
         title="zootriage",
         summary="Rank pretrained weights by the geometry of their class manifolds (GLUE markers).",
         version="0.1.0",
@@ -44,11 +55,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics = Metrics(settings.effective_database_url)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
-    for module in (health, checkpoints, jobs, runs, backtests, recommendations, rankings, gates):
-        app.include_router(module.router)
+    app.add_middleware(RequestIdMiddleware)
+    app.include_router(health.router)
+    for module in (checkpoints, jobs, runs, backtests, recommendations, rankings, gates, api_keys):
+        app.include_router(module.router, dependencies=[ReadAccess])
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
-    def prometheus_metrics() -> PlainTextResponse:
+    def prometheus_metrics(_: MetricsAccess) -> PlainTextResponse:
         """Prometheus exposition: requests by route template, jobs by status, job durations."""
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 

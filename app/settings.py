@@ -9,14 +9,21 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+# ``auto``: open when the API is bound to loopback, a key required anywhere else.
+AccessMode = Literal["auto", "open", "key"]
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ZOOTRIAGE_", extra="ignore")
+
+    # Where the API listens; ``serve`` and ``up`` bind here, and the access policy is decided by it.
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
 
     state_dir: Path = Path("var")
     database_url: str | None = None
@@ -53,6 +60,16 @@ class Settings(BaseSettings):
     # sha256 hashes of API keys given by the deployment (``zootriage create-api-key --no-store``), on
     # top of those the command stored in the database; never the keys themselves.
     api_key_hashes: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Who may read (history, exports, back-tests, recommendations) and write (jobs, uploads, rankings);
+    # ``auto`` writes on loopback are open only until a key exists. /metrics follows ``metrics_access``.
+    read_access: AccessMode = "auto"
+    write_access: AccessMode = "auto"
+    metrics_access: AccessMode = "auto"
+    # Off loopback the server refuses to start with no key configured, unless this says it knowingly
+    # may (e.g. behind a proxy that authenticates).
+    allow_no_keys: bool = False
+    # A request waits this long for a database slot before it is answered 503 + Retry-After.
+    db_slot_wait_s: float = Field(default=2.0, gt=0, le=60)
 
     @field_validator("data_roots", mode="before")
     @classmethod

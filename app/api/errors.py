@@ -1,7 +1,9 @@
-"""Every failure leaves the API as ``{code, message}`` with a meaningful status, never a bare 500.
+"""Every failure leaves the API as ``{code, message, request_id}`` with a meaningful status.
 
 FastAPI's own 404/405/422 answers are rewritten here too, so a client parses one shape only.
-Unreachable PostgreSQL or broker becomes 503 (retry later), not 500 (our bug).
+Unreachable PostgreSQL or broker, and a saturated connection pool, become 503 with ``Retry-After``
+(retry later), not 500 (our bug). A 500 says nothing about its cause: the exception and traceback go
+to the server log under the request id, which the client gets in the body and the X-Request-ID header.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.request_id import HEADER as REQUEST_ID_HEADER
+from app.api.request_id import current_request_id
 from app.schemas.errors import ErrorBody
 from core.errors import ZooError
 
@@ -32,6 +37,8 @@ _HTTP_CODES = {
     415: "unsupported_media_type",
     422: "invalid_request",
 }
+# Seconds a client is asked to wait before retrying a 503: long enough for a burst to drain.
+RETRY_AFTER_S = 1
 
 
 class ApiError(Exception):
@@ -48,8 +55,17 @@ class ApiError(Exception):
 def error_response(
     status: int, code: str, message: str, headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    body = ErrorBody(code=code, message=message).model_dump()
-    return JSONResponse(status_code=status, content=body, headers=headers)
+    """The error body and headers; every 503 says when to retry."""
+    request_id = current_request_id()
+    body = ErrorBody(code=code, message=message, request_id=request_id).model_dump()
+    extra = {REQUEST_ID_HEADER: request_id, **(headers or {})}
+    if status == 503:
+        extra.setdefault("Retry-After", str(RETRY_AFTER_S))
+    return JSONResponse(status_code=status, content=body, headers=extra)
+
+
+def _where(request: Request) -> str:
+    return f"{request.method} {request.url.path} request_id={current_request_id()}"
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -84,23 +100,29 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(OperationalError)
-    async def _database_down(_: Request, exc: OperationalError) -> JSONResponse:
-        log.warning("database unavailable: %s", exc)
+    async def _database_down(request: Request, exc: OperationalError) -> JSONResponse:
+        log.warning("database unavailable in %s: %s", _where(request), exc)
         return error_response(503, "database_unavailable", "the database is unreachable; retry later")
 
+    @app.exception_handler(PoolTimeout)
+    async def _pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+        log.warning("no database connection free in %s: %s", _where(request), exc)
+        return error_response(503, "overloaded", "the service is at capacity; retry later")
+
     @app.exception_handler(DBAPIError)
-    async def _database_error(_: Request, exc: DBAPIError) -> JSONResponse:
+    async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
         if exc.connection_invalidated:
+            log.warning("database connection lost in %s: %s", _where(request), exc)
             return error_response(503, "database_unavailable", "the database connection was lost; retry")
-        log.exception("database error", exc_info=exc)
-        return error_response(500, "internal_error", "unexpected database error")
+        log.error("database error in %s", _where(request), exc_info=exc)
+        return error_response(500, "internal_error", "unexpected server error; quote the request id")
 
     @app.exception_handler(BrokerError)
-    async def _broker_down(_: Request, exc: BrokerError) -> JSONResponse:
-        log.warning("broker unavailable: %s", exc)
+    async def _broker_down(request: Request, exc: BrokerError) -> JSONResponse:
+        log.warning("broker unavailable in %s: %s", _where(request), exc)
         return error_response(503, "broker_unavailable", "the job queue is unreachable; retry later")
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return error_response(500, "internal_error", "unexpected server error")
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unhandled error in %s", _where(request), exc_info=exc)
+        return error_response(500, "internal_error", "unexpected server error; quote the request id")

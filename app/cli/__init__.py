@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import backtest, client, score, service, study, study2
+from app.cli import api_keys, backtest, client, score, service, study, study2
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
@@ -16,6 +16,7 @@ def _root() -> None:
     """Model-zoo triage: rank pretrained weights by the geometry of their class manifolds."""
 
 
+api_keys.register(app)
 backtest.register(app)
 client.register(app)
 score.register(app)

@@ -1,13 +1,48 @@
-"""Commands that run the service: ``serve``, ``worker``, ``up`` (embedded), ``migrate``, ``create-api-key``.
+"""Commands that run the service: ``serve``, ``worker``, ``up`` (embedded), ``migrate``.
 
-``register(app)`` adds them to the ``zootriage`` Typer app; every URL comes from ``ZOOTRIAGE_*``.
+``register(app)`` adds them to the ``zootriage`` Typer app; every URL comes from ``ZOOTRIAGE_*``. The
+bind address is a setting (``ZOOTRIAGE_HOST``/``ZOOTRIAGE_PORT``) because the access policy depends on
+it; ``--host``/``--port`` override it for this run, for the app factory too.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import os
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+
+HostOption = Annotated[
+    str | None, typer.Option(help="interface to bind [default: ZOOTRIAGE_HOST or 127.0.0.1]")
+]
+PortOption = Annotated[int | None, typer.Option(help="TCP port [default: ZOOTRIAGE_PORT or 8000]")]
+
+
+def _bound_settings(host: str | None, port: int | None) -> Settings:
+    """The settings with the command line's address, exported so that uvicorn's workers agree; a
+    server that would be open to the network stops here with the policy's message (exit code 2)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.access import UnsafeBind, check_bind
+    from app.settings import get_settings
+
+    for name, value in (("ZOOTRIAGE_HOST", host), ("ZOOTRIAGE_PORT", port)):
+        if value is not None:
+            os.environ[name] = str(value)
+    get_settings.cache_clear()
+    settings = get_settings()
+    try:
+        check_bind(settings)
+    except UnsafeBind as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except SQLAlchemyError as exc:
+        typer.echo(f"error: cannot look for API keys in the database: {str(exc).splitlines()[0]}", err=True)
+        raise typer.Exit(2) from None
+    return settings
 
 
 def migrate() -> None:
@@ -20,8 +55,8 @@ def migrate() -> None:
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    host: HostOption = None,
+    port: PortOption = None,
     workers: Annotated[int, typer.Option(help="API processes")] = 1,
     run_migrations: Annotated[
         bool, typer.Option("--migrate/--no-migrate", help="upgrade the schema first")
@@ -32,8 +67,18 @@ def serve(
 
     if run_migrations:
         migrate()
-    typer.echo(f"zootriage API on http://{host}:{port} (docs at /docs)")
-    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="info")
+    settings = _bound_settings(host, port)
+    typer.echo(f"zootriage API on http://{settings.host}:{settings.port} (docs at /docs)")
+    # No ``limit_concurrency``: uvicorn's own 503 has no Retry-After; the app admits requests itself
+    # (app.api.capacity) and the default backlog (2048) holds a burst of connections meanwhile.
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        log_level="info",
+    )
 
 
 def worker(
@@ -49,40 +94,12 @@ def worker(
     celery_app.worker_main(argv)
 
 
-def up(
-    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-) -> None:
+def up(host: HostOption = None, port: PortOption = None) -> None:
     """API and a worker together on the embedded default (SQLite, filesystem broker): no servers needed."""
     from app.embedded import run_embedded
 
-    run_embedded(host, port)
-
-
-def create_api_key(
-    name: Annotated[str, typer.Argument(help="who or what the key is for")],
-    store: Annotated[
-        bool,
-        typer.Option(
-            "--store/--no-store",
-            help="store its hash in the database, or print it for ZOOTRIAGE_API_KEY_HASHES",
-        ),
-    ] = True,
-) -> None:
-    """Create an API key for the write endpoints; it is printed once, only its hash is kept."""
-    from app.api_keys import create_api_key as create
-    from app.api_keys import hash_key, new_key
-
-    if not store:
-        key = new_key()
-        typer.echo(f"{key}\nZOOTRIAGE_API_KEY_HASHES={hash_key(key)}")
-        return
-    from app.db.session import session_scope
-    from app.settings import get_settings
-
-    with session_scope(get_settings().effective_database_url) as session:
-        key = create(session, name)
-    typer.echo(key)
+    migrate()  # before the policy looks for keys in a database that may be new
+    run_embedded(_bound_settings(host, port))
 
 
 def register(app: typer.Typer) -> None:
@@ -90,4 +107,3 @@ def register(app: typer.Typer) -> None:
     app.command()(worker)
     app.command()(up)
     app.command()(migrate)
-    app.command("create-api-key")(create_api_key)

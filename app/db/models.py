@@ -154,14 +154,20 @@ class Job(Base):
 
 
 class ApiKey(Base):
-    """A write credential; only its sha256 is stored, the key itself is shown once at creation."""
+    """A credential with scopes; only its sha256 is stored, the key itself is shown once at creation.
+
+    A revoked key keeps its row (``revoked_at`` set) so that the listing still shows who had access.
+    """
 
     __tablename__ = "api_keys"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(128))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scopes: Mapped[list[str]] = mapped_column(JsonDoc)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    revoked_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class Gate(Base):

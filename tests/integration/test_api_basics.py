@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -17,16 +21,23 @@ def test_healthz_and_readyz_report_up(client: TestClient) -> None:
     }
 
 
-def test_readyz_names_the_unreachable_database(settings: Settings) -> None:
-    broken = settings.model_copy(update={"database_url": "postgresql+psycopg://postgres@127.0.0.1:1/none"})
-    with TestClient(create_app(broken), raise_server_exceptions=False) as client:
+def test_readyz_names_the_unreachable_database_and_nothing_more(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = "postgresql+psycopg://secretuser@127.0.0.1:1/hidden_db"
+    broken = settings.model_copy(update={"database_url": url})
+    client = TestClient(create_app(broken), raise_server_exceptions=False)
+    with client, caplog.at_level(logging.WARNING):
         body = client.get("/readyz")
         assert body.status_code == 503
-        assert body.json()["database"].startswith("unreachable")
-        assert body.json()["broker"] == "ok"
+        assert body.json() == {"status": "unavailable", "database": "unreachable", "broker": "ok"}
+        assert "127.0.0.1" not in body.text and "secretuser" not in body.text
+        assert "127.0.0.1" in caplog.text  # the operator's details are in the log
         listing = client.get("/v1/runs")
         assert listing.status_code == 503
         assert listing.json()["code"] == "database_unavailable"
+        assert listing.headers["retry-after"] == "1"
+        assert "secretuser" not in listing.text and "hidden_db" not in listing.text
 
 
 def test_readyz_names_the_unreachable_broker(settings: Settings) -> None:
@@ -34,15 +45,16 @@ def test_readyz_names_the_unreachable_broker(settings: Settings) -> None:
     with TestClient(create_app(broken), raise_server_exceptions=False) as client:
         body = client.get("/readyz")
         assert body.status_code == 503
-        assert body.json()["database"] == "ok"
-        assert body.json()["broker"].startswith("unreachable")
+        assert body.json() == {"status": "unavailable", "database": "ok", "broker": "unreachable"}
+        assert "127.0.0.1" not in body.text
 
 
 def test_framework_errors_use_the_error_shape(client: TestClient) -> None:
     missing = client.get("/v1/nothing-here")
     assert missing.status_code == 404
-    assert set(missing.json()) == {"code", "message"}
+    assert set(missing.json()) == {"code", "message", "request_id"}
     assert missing.json()["code"] == "not_found"
+    assert missing.json()["request_id"] == missing.headers["x-request-id"]
     wrong_method = client.put("/v1/runs")
     assert wrong_method.status_code == 405
     assert wrong_method.json()["code"] == "method_not_allowed"
@@ -61,3 +73,39 @@ def test_metrics_count_requests_by_route_template(client: TestClient) -> None:
     assert 'zootriage_http_requests_total{method="GET",route="/v1/jobs/{job_id}",status="404"} 2.0' in text
     assert 'zootriage_jobs{status="queued"} 0.0' in text
     assert "zootriage_job_duration_seconds_count 0.0" in text
+
+
+def test_every_response_carries_a_request_id_and_a_client_id_is_kept(client: TestClient) -> None:
+    first, second = client.get("/healthz"), client.get("/healthz")
+    assert len(first.headers["x-request-id"]) == 32
+    assert first.headers["x-request-id"] != second.headers["x-request-id"]
+    kept = client.get("/v1/jobs/not-a-uuid", headers={"X-Request-ID": "ci-run-42.step_3"})
+    assert kept.headers["x-request-id"] == kept.json()["request_id"] == "ci-run-42.step_3"
+    replaced = client.get("/v1/jobs/not-a-uuid", headers={"X-Request-ID": "no spaces <allowed>"})
+    assert replaced.json()["request_id"] == replaced.headers["x-request-id"] != "no spaces <allowed>"
+
+
+def test_an_unhandled_error_is_a_bare_500_whose_details_are_logged_under_its_id(
+    settings: Settings, clean_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(settings)
+    broken = APIRouter()
+
+    @broken.get("/v1/broken")
+    def explode() -> None:
+        raise RuntimeError("secret detail: password=hunter2")
+
+    app.include_router(broken)
+    with TestClient(app, raise_server_exceptions=False) as client, caplog.at_level(logging.ERROR):
+        response = client.get("/v1/broken")
+    assert response.status_code == 500
+    body = response.json()
+    assert body == {
+        "code": "internal_error",
+        "message": "unexpected server error; quote the request id",
+        "request_id": response.headers["x-request-id"],
+    }
+    assert "hunter2" not in response.text
+    logged = [r for r in caplog.records if body["request_id"] in r.getMessage()]
+    assert logged and logged[0].exc_info is not None
+    assert "hunter2" in str(logged[0].exc_info[1])

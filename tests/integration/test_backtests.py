@@ -60,7 +60,11 @@ def test_unknown_runs_are_named(client: TestClient, zoo: dict[str, str]) -> None
     outcomes = {**_outcomes(zoo), ghost: 0.3}
     response = client.post("/v1/backtests", json={"outcomes": outcomes})
     assert response.status_code == 404
-    assert response.json() == {"code": "run_not_found", "message": f"no run(s) {ghost}"}
+    assert response.json() == {
+        "code": "run_not_found",
+        "message": f"no run(s) {ghost}",
+        "request_id": response.headers["x-request-id"],
+    }
 
 
 def test_too_few_runs_and_bad_outcomes_are_422(client: TestClient, zoo: dict[str, str]) -> None:
@@ -72,7 +76,7 @@ def test_too_few_runs_and_bad_outcomes_are_422(client: TestClient, zoo: dict[str
     first = next(iter(outcomes))
     outcomes[first] = "high"  # type: ignore[assignment]
     bad = client.post("/v1/backtests", json={"outcomes": outcomes})
-    assert bad.status_code == 422 and set(bad.json()) == {"code", "message"}
+    assert bad.status_code == 422 and set(bad.json()) == {"code", "message", "request_id"}
 
 
 def test_runs_of_different_protocols_are_not_compared(client: TestClient, clean_db: str) -> None:

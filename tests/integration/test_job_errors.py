@@ -114,7 +114,7 @@ def test_writes_need_a_key_once_one_exists(client: TestClient, clean_db: str, mn
     invalid = {"model": {"source": "magic"}, "dataset": MNIST}
     assert client.post("/v1/jobs", json=invalid).status_code == 422  # open while no key exists
     with session_scope(clean_db) as session:
-        key = create_api_key(session, "ci")
+        key = create_api_key(session, "ci").key
     refused = client.post("/v1/jobs", json=invalid)
     assert refused.status_code == 401
     assert refused.json()["code"] == "unauthorized"
@@ -144,7 +144,7 @@ def test_the_command_stores_only_a_hash(settings: Settings, clean_db: str) -> No
     from app.db.models import ApiKey
 
     env = {**os.environ, "ZOOTRIAGE_DATABASE_URL": clean_db}
-    command = [str(Path(sys.executable).parent / "zootriage"), "create-api-key", "ci-pipeline"]
+    command = [str(Path(sys.executable).parent / "zootriage"), "api-keys", "create", "ci-pipeline"]
     printed = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert printed.startswith("zt_")
     with session_scope(clean_db) as session:

@@ -231,7 +231,7 @@ def test_write_access_applies(api: TestClient, settings: Settings) -> None:
     from app.api_keys import create_api_key
 
     with session_scope(settings.effective_database_url) as session:
-        key = create_api_key(session, "ci")
+        key = create_api_key(session, "ci").key
     denied = api.post(
         "/v1/rankings", json={"candidates": [{"source": "timm", "name": "resnet18"}], "dataset": DIGITS}
     )
