@@ -30,7 +30,8 @@ def test_readyz_names_the_unreachable_database_and_nothing_more(
     with client, caplog.at_level(logging.WARNING):
         body = client.get("/readyz")
         assert body.status_code == 503
-        assert body.json() == {"status": "unavailable", "database": "unreachable", "broker": "ok"}
+        assert body.json()["database"] == "unreachable" and body.json()["broker"] == "ok"
+        assert body.json()["status"] == "unavailable" and body.json()["overdue_jobs"] is None
         assert "127.0.0.1" not in body.text and "secretuser" not in body.text
         assert "127.0.0.1" in caplog.text  # the operator's details are in the log
         listing = client.get("/v1/runs")
@@ -45,7 +46,8 @@ def test_readyz_names_the_unreachable_broker(settings: Settings) -> None:
     with TestClient(create_app(broken), raise_server_exceptions=False) as client:
         body = client.get("/readyz")
         assert body.status_code == 503
-        assert body.json() == {"status": "unavailable", "database": "ok", "broker": "unreachable"}
+        answer = body.json()
+        assert (answer["status"], answer["database"], answer["broker"]) == ("unavailable", "ok", "unreachable")
         assert "127.0.0.1" not in body.text
 
 
