@@ -18,6 +18,7 @@ from app.api.errors import ApiError, responses
 from app.schemas.triage import Pending, Recommendation, RecommendationPage
 from app.services import triage as triage_service
 from core.data.refs import Sampling, parse_dataset_ref
+from core.markers.protocol import DEFAULT_REPEATS
 
 router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
 
@@ -32,7 +33,9 @@ def scoring_query(
     seed: Annotated[int, Query(ge=0, le=2**31 - 1, description="seeds sampling and markers")] = 0,
     n_t: Annotated[int, Query(ge=1, le=100_000, description="GLUE draws")] = 1000,
     points_per_class: Annotated[int, Query(ge=2, le=100_000, description="GLUE points per class")] = 50,
-    repeats: Annotated[int, Query(ge=1, le=100, description="GLUE repeats")] = 1,
+    repeats: Annotated[
+        int, Query(ge=1, le=100, description="GLUE repeats; 1 gives no noise estimate and never decides")
+    ] = DEFAULT_REPEATS,
 ) -> triage_service.Scoring:
     """The dataset sample and protocol as query parameters, the same for both weights."""
     try:
@@ -82,9 +85,14 @@ def get_recommendation(
     settings: SettingsDep,
     scoring: ScoringDep,
     _: WriteAccess,
+    rule: Annotated[
+        str, Query(max_length=64, description="geometry, id_accuracy, logme or a marker name")
+    ] = "geometry",
 ) -> JSONResponse:
-    """v1, v2 or undecided for ``arch``, each weights' markers and ImageNet acc@1, and the ID-accuracy
-    pick beside it; 202 with the jobs while either run is being computed."""
-    answer = triage_service.recommend(session, settings, arch, scoring)
+    """v1, v2 or undecided for ``arch`` by ``rule`` beyond the noise, each weights' markers and ImageNet
+    acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule; 202 with the jobs
+    while either run is being computed."""
+    chosen = triage_service.triage_rule(rule)
+    answer = triage_service.recommend(session, settings, arch, scoring, chosen)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)
