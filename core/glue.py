@@ -12,6 +12,10 @@ Preprocessing: float64; optional global centring; an exact rotation of the point
 a constraint; and a global rescaling to unit RMS point norm, which leaves every marker unchanged
 (all are scale-free except ``center_norm``, which is reported in the features' own units).
 
+Every result reports its regime (:mod:`core.glue_regime`): whether the drawn dichotomies are
+separable through the origin and whether N(t) saturated; a degenerate result's markers must never
+decide anything.
+
 Random numbers come from numpy's PCG64 on the CPU, seeded through ``SeedSequence(seed)``, so a
 result depends on the seed alone, not on the device, the solver or the thread count.
 """
@@ -125,10 +129,11 @@ def analyze(
 ) -> GlueResult:
     """GLUE markers of the class manifolds in ``features`` (n, N) grouped by ``labels`` (n,).
 
-    ``points_per_class`` subsamples each class (seeded; the paper uses 50); ``repeats`` averages
-    over that many independent subsamples and draws and reports the spread in ``std``. ``solver``
-    picks the batched Lawson–Hanson solver (``"fast"``, on ``device``: CUDA when present by default)
-    or per-draw ``scipy.optimize.nnls`` (``"reference"``). Raises ``ValueError`` on bad input.
+    ``points_per_class`` subsamples each class (seeded; the paper uses 50); ``repeats`` combines
+    that many independent subsamples and draws (see ``_combine``) and reports the spread in ``std``
+    (None for one repeat: no noise estimate). ``solver`` picks the batched Lawson–Hanson solver
+    (``"fast"``, on ``device``: CUDA when present by default) or per-draw ``scipy.optimize.nnls``
+    (``"reference"``). Raises ``ValueError`` on bad input.
     """
     x, classes, n_classes = validate_inputs(features, labels)
     _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
