@@ -318,13 +318,15 @@ def _combine(runs: list[GlueResult]) -> GlueResult:
     means["utilization"] = mean_b / n_crit if n_crit > 0 else 0.0
     means["radius"] = radius_of(mean_a, mean_b)
     sem = math.sqrt(sum(r.n_crit_sem**2 for r in runs)) / len(runs)
+    with np.errstate(invalid="ignore"):  # an infinite marker (α at N_crit = 0) has no spread: NaN
+        stds = {m: float(v.std(ddof=1)) for m, v in values.items()}
     regimes = [r.regime for r in runs if r.regime is not None]
     return replace(
         runs[0],
         **means,
         n_crit_sem=sem,
         repeats=len(runs),
-        std={m: float(v.std(ddof=1)) for m, v in values.items()},
+        std=stds,
         n_fallback=sum(r.n_fallback for r in runs),
         regime=combine(regimes) if regimes else None,
     )
