@@ -12,6 +12,10 @@ Preprocessing: float64; optional global centring; an exact rotation of the point
 a constraint; and a global rescaling to unit RMS point norm, which leaves every marker unchanged
 (all are scale-free except ``center_norm``, which is reported in the features' own units).
 
+Every result reports its regime (:mod:`core.glue_regime`): whether the drawn dichotomies are
+separable through the origin and whether N(t) saturated; a degenerate result's markers must never
+decide anything.
+
 Random numbers come from numpy's PCG64 on the CPU, seeded through ``SeedSequence(seed)``, so a
 result depends on the seed alone, not on the device, the solver or the thread count.
 """
@@ -27,7 +31,8 @@ import torch
 
 from core.device import resolve_device
 from core.errors import CancelCheck, stop_if_cancelled
-from core.glue_geometry import effective_geometry
+from core.glue_geometry import effective_geometry, radius_of
+from core.glue_regime import Regime, combine, judge, saturated_fraction, separable_fraction
 from core.inputs import class_labels, finite_matrix
 from core.nnls import solve_batched, solve_reference
 
@@ -55,9 +60,11 @@ MARKERS: tuple[str, ...] = (
 class GlueResult:
     """The GLUE markers of one analysis; with ``repeats`` > 1, means over the repeats.
 
-    ``std`` holds each marker's standard deviation over the repeats (None for a single one);
-    ``n_crit_sem`` is the Monte-Carlo standard error of ``n_crit``; ``n_fallback`` counts the draws
-    the fast solver handed to the reference solver because its answer failed the KKT check.
+    ``std`` holds each marker's standard deviation over the repeats (None for a single one: no
+    noise estimate); ``n_crit_sem`` is the Monte-Carlo standard error of ``n_crit``; ``n_fallback``
+    counts the draws the fast solver handed to the reference solver because its answer failed the
+    KKT check. ``regime`` says whether the analysis is degenerate (:mod:`core.glue_regime`): then
+    its markers are numbers without meaning and must never decide anything.
     """
 
     capacity: float
@@ -76,6 +83,11 @@ class GlueResult:
     repeats: int = 1
     std: dict[str, float] | None = None
     n_fallback: int = 0
+    regime: Regime | None = None
+
+    @property
+    def degenerate(self) -> bool:
+        return self.regime is not None and self.regime.degenerate
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,7 +100,7 @@ class Draws:
     ``points`` (n, r) are the preprocessed (rotated, rescaled) features, ``classes`` (n,) their class
     indices 0..P−1, ``t`` (n_t, r) the Gaussian draws, ``signs`` (n_t, n) the column signs
     σ_{k,i} = −y_{k,μ(i)}, ``lam`` (n_t, n) the NNLS solutions and ``n_of_t`` (n_t,) the costs N(t_k).
-    ``scale`` is the factor the features were divided by.
+    ``scale`` is the factor the features were divided by; ``dichotomies`` (n_t, P) the labels y_k.
     """
 
     points: torch.Tensor
@@ -100,6 +112,7 @@ class Draws:
     n_of_t: torch.Tensor
     scale: float
     n_fallback: int
+    dichotomies: np.ndarray
 
 
 def analyze(
@@ -118,10 +131,11 @@ def analyze(
 ) -> GlueResult:
     """GLUE markers of the class manifolds in ``features`` (n, N) grouped by ``labels`` (n,).
 
-    ``points_per_class`` subsamples each class (seeded; the paper uses 50); ``repeats`` averages
-    over that many independent subsamples and draws and reports the spread in ``std``. ``solver``
-    picks the batched Lawson–Hanson solver (``"fast"``, on ``device``: CUDA when present by default)
-    or per-draw ``scipy.optimize.nnls`` (``"reference"``). Raises ``ValueError`` on bad input.
+    ``points_per_class`` subsamples each class (seeded; the paper uses 50); ``repeats`` combines
+    that many independent subsamples and draws (see ``_combine``) and reports the spread in ``std``
+    (None for one repeat: no noise estimate). ``solver`` picks the batched Lawson–Hanson solver
+    (``"fast"``, on ``device``: CUDA when present by default) or per-draw ``scipy.optimize.nnls``
+    (``"reference"``). Raises ``ValueError`` on bad input.
     ``cancel`` is polled before every repeat and every solver batch: when it answers yes the analysis
     stops with ``core.errors.Cancelled`` (a large ``repeats`` can otherwise run for hours).
     """
@@ -188,7 +202,8 @@ def solve_draws(
     points, scale = preprocess(x[keep], centering)
     cls = classes[keep]
     t = t_rng.standard_normal((n_t, points.shape[1]))
-    signs = -draw_dichotomies(n_classes, n_t, dichotomy, y_rng)[:, cls]
+    dichotomies = draw_dichotomies(n_classes, n_t, dichotomy, y_rng)
+    signs = -dichotomies[:, cls]
 
     pts = torch.from_numpy(points).to(device)
     sig = torch.from_numpy(signs).to(device)
@@ -204,7 +219,9 @@ def solve_draws(
             idx = bad.cpu().numpy()
             lam[bad] = torch.from_numpy(solve_reference(points, signs[idx], t[idx])).to(device)
     n_of_t = ((sig * lam) @ pts).square().sum(dim=1)
-    return Draws(pts, torch.from_numpy(cls).to(device), n_classes, tt, sig, lam, n_of_t, scale, n_fallback)
+    return Draws(
+        pts, torch.from_numpy(cls).to(device), n_classes, tt, sig, lam, n_of_t, scale, n_fallback, dichotomies
+    )
 
 
 def subsample(classes: np.ndarray, points_per_class: int | None, rng: np.random.Generator) -> np.ndarray:
@@ -259,6 +276,14 @@ def draw_dichotomies(n_classes: int, n_t: int, kind: str, rng: np.random.Generat
     return np.where(rng.random((n_t, n_classes)) < 0.5, 1.0, -1.0)
 
 
+def regime_of(d: Draws) -> Regime:
+    """The regime of one set of draws (:mod:`core.glue_regime`), v*_k = t_k − A λ*_k."""
+    points = d.points.cpu().numpy()
+    v = (d.t - (d.signs * d.lam) @ d.points).cpu().numpy()
+    separable = separable_fraction(points, d.classes.cpu().numpy(), d.dichotomies)
+    return judge(separable, saturated_fraction(d.t.cpu().numpy(), v), points.shape[0], points.shape[1])
+
+
 def _summarize(d: Draws) -> GlueResult:
     n_of_t = d.n_of_t.cpu().numpy()
     n_t = n_of_t.size
@@ -279,21 +304,40 @@ def _summarize(d: Draws) -> GlueResult:
         n_points=int(d.points.shape[0]),
         n_t=n_t,
         n_fallback=d.n_fallback,
+        regime=regime_of(d),
     )
 
 
 def _combine(runs: list[GlueResult]) -> GlueResult:
-    """Mean of each marker over the repeats, its standard deviation (ddof=1) in ``std``."""
+    """Each marker combined over the repeats, its standard deviation (ddof=1) over them in ``std``.
+
+    A repeat's D_eff, Ψ_eff, R_eff and α are functions of its draw means: D = E[a]/P, Ψ = E[b]/N_crit,
+    R² = E[b]/(E[a] − E[b]), α = P/N_crit. Every repeat has n_t draws, so the mean over repeats of
+    E[a], E[b] and N_crit is the mean over all draws pooled. D (linear in E[a]), N_crit and the
+    alignments are plain means; α, Ψ and R are recomputed from the pooled means rather than averaged,
+    which keeps α = Ψ (1 + R⁻²) / D exact for the combined result as for each repeat.
+    """
     if len(runs) == 1:
         return runs[0]
     values = {m: np.array([getattr(r, m) for r in runs]) for m in MARKERS}
     means: dict[str, Any] = {m: float(v.mean()) for m, v in values.items()}
+    p = runs[0].n_classes
+    n_crit = means["n_crit"]
+    mean_a = means["dimension"] * p
+    mean_b = float(np.mean([r.utilization * r.n_crit for r in runs]))
+    means["capacity"] = p / n_crit if n_crit > 0 else math.inf
+    means["utilization"] = mean_b / n_crit if n_crit > 0 else 0.0
+    means["radius"] = radius_of(mean_a, mean_b)
     sem = math.sqrt(sum(r.n_crit_sem**2 for r in runs)) / len(runs)
+    with np.errstate(invalid="ignore"):  # an infinite marker (α at N_crit = 0) has no spread: NaN
+        stds = {m: float(v.std(ddof=1)) for m, v in values.items()}
+    regimes = [r.regime for r in runs if r.regime is not None]
     return replace(
         runs[0],
         **means,
         n_crit_sem=sem,
         repeats=len(runs),
-        std={m: float(v.std(ddof=1)) for m, v in values.items()},
+        std=stds,
         n_fallback=sum(r.n_fallback for r in runs),
+        regime=combine(regimes) if regimes else None,
     )

@@ -93,6 +93,16 @@ def _abs_cos(dots: torch.Tensor, sq_rows: torch.Tensor, sq_cols: torch.Tensor) -
     return (dots / denom).abs()
 
 
+def radius_of(mean_a: float, mean_b: float) -> float:
+    """R_eff = sqrt(E[b] / E[a − b]); 0 when E[b] = 0, ∞ when the gap vanishes (relative 1e-12)."""
+    gap = mean_a - mean_b
+    if mean_b <= 0.0:
+        return 0.0
+    if gap <= 1e-12 * mean_a:
+        return math.inf
+    return math.sqrt(mean_b / gap)
+
+
 def effective_geometry(
     points: torch.Tensor,
     classes: torch.Tensor,
@@ -143,13 +153,6 @@ def effective_geometry(
         sums["ca_n"] += float(pair_c.sum())
 
     mean_a, mean_b = sums["a"] / n_t, sums["b"] / n_t
-    gap = mean_a - mean_b
-    if mean_b <= 0.0:
-        radius = 0.0
-    elif gap <= 1e-12 * mean_a:
-        radius = math.inf
-    else:
-        radius = math.sqrt(mean_b / gap)
 
     with_dir = has_center & c_dir
     cos_cc = _abs_cos(cc, sq_c, sq_c)[with_dir][:, with_dir]
@@ -157,7 +160,7 @@ def effective_geometry(
     center_alignment = float((cos_cc.sum() - cos_cc.diagonal().sum()) / (m * (m - 1))) if m > 1 else 0.0
     return Geometry(
         dimension=mean_a / n_classes,
-        radius=radius,
+        radius=radius_of(mean_a, mean_b),
         utilization=mean_b / n_crit if n_crit > 0 else 0.0,
         center_alignment=center_alignment,
         axis_alignment=sums["axis"] / sums["axis_n"] if sums["axis_n"] else 0.0,

@@ -138,6 +138,7 @@ def _run_row(claimed: Claimed, result: ScoreResult) -> Run:
                 std=mv.std,
                 applicable=mv.applicable,
                 reason=mv.reason,
+                decidable=mv.decidable,
                 version=str(versions.get(name, 1)),
             )
             for name, mv in result.markers.items()

@@ -37,7 +37,7 @@ class ScoringQuery(BaseModel):
     seed: Seed = 0
     n_t: NT = ProtocolFields().n_t
     points_per_class: Points = 50
-    repeats: Repeats = 1
+    repeats: Repeats = ProtocolFields().repeats
 
 
 def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Scoring:
@@ -87,9 +87,14 @@ def get_recommendation(
     settings: SettingsDep,
     scoring: ScoringDep,
     _: WriteAccess,
+    rule: Annotated[
+        str, Query(max_length=64, description="geometry, id_accuracy, logme or a marker name")
+    ] = "geometry",
 ) -> JSONResponse:
-    """v1, v2 or undecided for ``arch``, each weights' markers and ImageNet acc@1, and the ID-accuracy
-    pick beside it; 202 with the jobs while either run is being computed."""
-    answer = triage_service.recommend(session, settings, arch, scoring)
+    """v1, v2 or undecided for ``arch`` by ``rule`` beyond the noise, each weights' markers and ImageNet
+    acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule; 202 with the jobs
+    while either run is being computed."""
+    chosen = triage_service.triage_rule(rule)
+    answer = triage_service.recommend(session, settings, arch, scoring, chosen)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

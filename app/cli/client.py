@@ -4,7 +4,8 @@
 The server and key come from ``--url``/``--api-key`` or ``ZOOTRIAGE_URL``/``ZOOTRIAGE_API_KEY``. Triage
 commands wait: while the service answers 202 they follow its jobs with a progress bar, then ask again.
 Exit codes are for CI: 0 success (a gate that passed), 1 a gate that failed, 2 a usage or service
-error, printed as one line (never a traceback).
+error, printed as one line (never a traceback), 3 an inconclusive gate (no rule failed, but one could
+not decide beyond the noise of the GLUE repeats: rerun with more ``--repeats`` or a looser rule).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-PASSED, FAILED, ERROR = 0, 1, 2
+PASSED, FAILED, ERROR, INCONCLUSIVE = 0, 1, 2, 3
 TERMINAL = {"succeeded", "failed", "cancelled"}
 MODEL_HELP = (
     "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 (local files are uploaded)"
@@ -45,7 +46,15 @@ Seed = Annotated[int, typer.Option(help="seed of the sampling and of the markers
 NT = Annotated[int, typer.Option("--n-t", help="GLUE draws")]
 PointsPerClass = Annotated[int, typer.Option(help="GLUE points per class")]
 Repeats = Annotated[
-    int, typer.Option(min=1, help="GLUE repeats: markers get a std, verdicts need margins over it")
+    int | None,
+    typer.Option(
+        min=1,
+        help="GLUE repeats (default: the server's): markers get a std and decisions must beat it; "
+        "1 gives no noise estimate, so geometry never decides",
+    ),
+]
+TriageRule = Annotated[
+    str, typer.Option("--rule", help="what 'better' means: geometry, id_accuracy, logme or a marker name")
 ]
 Timeout = Annotated[float, typer.Option(help="seconds to wait for the answer")]
 AsJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
@@ -127,7 +136,7 @@ class Scoring:
     seed: int
     n_t: int
     points_per_class: int
-    repeats: int
+    repeats: int | None
 
     def body(self) -> dict[str, Any]:
         from core.data.refs import parse_dataset_ref
@@ -142,7 +151,7 @@ class Scoring:
             "n_t": self.n_t,
             "seed": self.seed,
             "points_per_class": self.points_per_class,
-            "repeats": self.repeats,
+            **({"repeats": self.repeats} if self.repeats is not None else {}),
         }
         dataset = parse_dataset_ref(self.dataset).model_dump(mode="json")
         return {"dataset": dataset, "sampling": sampling, "protocol": protocol}
@@ -154,7 +163,7 @@ class Scoring:
             "seed": self.seed,
             "n_t": self.n_t,
             "points_per_class": self.points_per_class,
-            "repeats": self.repeats,
+            **({"repeats": self.repeats} if self.repeats is not None else {}),
         }
         return {
             **query,
@@ -240,7 +249,7 @@ def submit(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
-    repeats: Repeats = 1,
+    repeats: Repeats = None,
 ) -> None:
     """Queue a scoring job; prints the job id (or the run id when it was already computed)."""
     with _errors_exit():
@@ -311,14 +320,17 @@ def recommend(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
-    repeats: Repeats = 1,
+    repeats: Repeats = None,
+    rule: TriageRule = "geometry",
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
-    """v1, v2 or undecided for ARCH by the paper's rule, beside the ImageNet-accuracy pick."""
+    """v1, v2 or undecided for ARCH by the rule (default: the paper's geometry rule) beyond the noise,
+    beside the ImageNet-accuracy pick and the back-test evidence for the rule."""
     with _errors_exit():
         client = Client(url, api_key)
-        query = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats).query()
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
+        query = {**scoring.query(), "rule": rule}
         answer = answered(
             client, lambda: client.call("GET", f"/v1/recommendations/{arch}", params=query), timeout
         )
@@ -340,6 +352,7 @@ def recommend(
             f"ImageNet accuracy picks {answer['id_accuracy_pick']}; "
             f"picks agree: {_fmt(answer['picks_agree'])}"
         )
+        out.print(f"evidence: {escape(answer['rule']['evidence'])}")
 
 
 def rank(
@@ -353,15 +366,17 @@ def rank(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
-    repeats: Repeats = 1,
+    repeats: Repeats = None,
+    rule: TriageRule = "geometry",
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
-    """Rank candidate weights by geometry, beside the ID-accuracy and LogME orders."""
+    """Rank candidate weights by the rule (default: geometry) beyond the noise, beside the ID-accuracy
+    and LogME orders and the back-test evidence for the rule."""
     with _errors_exit():
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
-        body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body()}
+        body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body(), "rule": rule}
         answer = answered(client, lambda: client.call("POST", "/v1/rankings", json=body), timeout)
         if as_json:
             _print_json(answer)
@@ -388,9 +403,11 @@ def rank(
             )
         out.print(table)
         out.print(
-            f"geometry picks {escape(_fmt(answer['pick']))}; ID accuracy picks "
+            f"{escape(answer['rule']['name'])} picks {escape(_fmt(answer['pick']))} "
+            f"({escape(answer['reason'])}); ID accuracy picks "
             f"{escape(_fmt(answer['id_accuracy_pick']))}; LogME picks {escape(_fmt(answer['logme_pick']))}"
         )
+        out.print(f"evidence: {escape(answer['rule']['evidence'])}")
 
 
 def gate(
@@ -406,11 +423,12 @@ def gate(
     seed: Seed = 0,
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
-    repeats: Repeats = 1,
+    repeats: Repeats = None,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
-    """Gate a candidate against a baseline: exit 0 when every rule passes, 1 when one fails, 2 on error."""
+    """Gate a candidate against a baseline: exit 0 when every rule passes, 1 when one fails, 3 when none
+    fails but one is inconclusive (within the noise of the GLUE repeats), 2 on error."""
     with _errors_exit():
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
@@ -424,18 +442,28 @@ def gate(
     if as_json:
         _print_json(answer)
     else:
+        shown = {
+            "passed": "[green]pass[/green]", "failed": "[red]FAIL[/red]",
+            "inconclusive": "[yellow]?[/yellow]",
+        }
         table = Table("rule", "candidate", "baseline", "change", "result")
         for r in answer["rules"]:
-            verdict = "[green]pass[/green]" if r["passed"] else "[red]FAIL[/red]"
             table.add_row(
-                escape(r["rule"]), _fmt(r["candidate"]), _fmt(r["baseline"]), _fmt(r["change"]), verdict
+                escape(r["rule"]),
+                _fmt(r["candidate"]),
+                _fmt(r["baseline"]),
+                _fmt(r["change"]),
+                shown[r["status"]],
             )
         out.print(table)
-        out.print(f"gate {answer['id']}: {'passed' if answer['passed'] else 'FAILED'}")
+        out.print(f"gate {answer['id']}: {answer['status'].upper()} ({escape(answer['noise_test'])})")
+        for line in dict.fromkeys(r["evidence"] for r in answer["rules"] if r.get("evidence")):
+            out.print(f"evidence: {escape(line)}")
     for r in answer["rules"]:
-        if not r["passed"]:
-            err.print(f"[red]failed[/red] {escape(r['rule'])}: {escape(r['reason'])}")
-    raise typer.Exit(PASSED if answer["passed"] else FAILED)
+        if r["status"] != "passed":
+            err.print(f"[red]{r['status']}[/red] {escape(r['rule'])}: {escape(r['reason'])}")
+    codes = {"passed": PASSED, "failed": FAILED, "inconclusive": INCONCLUSIVE}
+    raise typer.Exit(codes[answer["status"]])
 
 
 def register(app: typer.Typer) -> None:

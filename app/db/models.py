@@ -22,6 +22,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
+    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -104,6 +105,8 @@ class Marker(Base):
     std: Mapped[float | None] = mapped_column(Float)
     applicable: Mapped[bool] = mapped_column(Boolean, default=True)
     reason: Mapped[str | None] = mapped_column(Text)
+    # False: the value is shown but may not decide (a degenerate GLUE regime; ``reason`` says why).
+    decidable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     version: Mapped[str] = mapped_column(String(32))
 
     run: Mapped[Run] = relationship(back_populates="markers")
@@ -189,4 +192,6 @@ class Gate(Base):
     rules: Mapped[list[str]] = mapped_column(JsonDoc)
     outcomes: Mapped[list[dict[str, Any]]] = mapped_column(JsonDoc)
     passed: Mapped[bool] = mapped_column(Boolean, index=True)
+    # passed, failed or inconclusive (no rule failed, but one could not decide beyond the noise).
+    status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

@@ -20,6 +20,12 @@ from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
 MAX_CANDIDATES = 32
 MAX_RULES = 50
 
+RULE_FIELD: Any = Field(
+    "geometry",
+    max_length=64,
+    description="what 'better' means: geometry (higher dimension and utilization), id_accuracy, logme "
+    "or any marker with a preferred direction",
+)
 
 
 class Pending(BaseModel):
@@ -31,7 +37,21 @@ class Pending(BaseModel):
 
 class MarkerStat(BaseModel):
     value: float | None
-    std: float | None
+    std: float | None = Field(description="std over GLUE repeats; null: no noise estimate or no noise")
+    decidable: bool = Field(True, description="false: shown, but from a degenerate GLUE regime")
+    reason: str | None = None
+
+
+class RuleUsed(BaseModel):
+    """The rule an answer applied, and the evidence behind it from the back-test study."""
+
+    name: str = Field(description="geometry (dimension and utilization), or a marker name")
+    markers: list[str]
+    glue_variant: str = Field(description="dichotomy,centering of the GLUE analysis")
+    noise_test: str
+    description: str
+    evidence: str = Field(description="one line: the rule's back-test win rate beside ID accuracy's")
+    evidence_detail: dict[str, Any] | None = Field(description="null when the study did not test the rule")
 
 
 class ScoredModel(BaseModel):
@@ -50,10 +70,11 @@ class Comparison(BaseModel):
     marker: str
     v1: float | None
     v2: float | None
-    v1_std: float
-    v2_std: float
+    v1_std: float | None
+    v2_std: float | None
     difference: float | None = Field(description="v2 − v1")
-    noise: float = Field(description="sqrt(v1_std² + v2_std²): the margin must exceed it")
+    noise: float | None = Field(description="standard error of the difference; null: no noise estimate")
+    p_value: float | None = Field(description="two-sided Welch test of the difference")
     favours: Literal["v1", "v2"] | None
 
 
@@ -65,9 +86,10 @@ class WeightsOut(ScoredModel):
 class Recommendation(BaseModel):
     architecture: str
     verdict: Literal["v1", "v2", "undecided"] = Field(
-        description="v1 (v2) when both dimension and utilization are higher for it beyond the noise"
+        description="v1 (v2) when every marker of the rule prefers it beyond the noise"
     )
     reason: str
+    rule: RuleUsed
     comparisons: list[Comparison]
     v1: WeightsOut
     v2: WeightsOut
@@ -105,12 +127,16 @@ class RankingRequest(BaseModel):
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
     protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    rule: str = RULE_FIELD
 
 
 class RankedOut(ScoredModel):
-    rank: int | None = Field(description="geometry rank, 1 = best; ties share a rank; None = unrankable")
-    front: int | None = Field(description="Pareto front on (dimension, utilization), 1 = non-dominated")
-    score: float | None = Field(description="tie-break within a front: dimension × utilization")
+    rank: int | None = Field(
+        description="rank by the rule, 1 = best; candidates the noise cannot separate share a rank; "
+        "None = unrankable"
+    )
+    front: int | None = Field(description="front of 'better beyond the noise', 1 = nobody is better")
+    unrankable: str | None = Field(description="why the rule cannot place this candidate")
     id_accuracy_rank: int | None
     logme_rank: int | None
     disagrees_with_id_accuracy: bool
@@ -121,6 +147,8 @@ class RankedOut(ScoredModel):
 class RankingOut(BaseModel):
     entries: list[RankedOut]
     pick: str | None
+    reason: str = Field(description="why the rule picks this candidate, or nobody")
+    rule: RuleUsed
     id_accuracy_pick: str | None
     logme_pick: str | None
     picks_agree: bool | None
@@ -176,12 +204,19 @@ class RuleOut(BaseModel):
     change: float | None = Field(description="candidate − baseline")
     relative_change: float | None = Field(description="change / |baseline|")
     passed: bool
+    status: Literal["passed", "failed", "inconclusive"]
+    interval: list[float] | None = Field(None, description="95% interval of the rule's statistic")
     reason: str
+    evidence: str | None = Field(None, description="the back-test evidence for this metric, one line")
 
 
 class GateOut(BaseModel):
     id: uuid.UUID
     passed: bool
+    status: Literal["passed", "failed", "inconclusive"] = Field(
+        description="inconclusive: no rule failed, but one could not decide beyond the noise"
+    )
+    noise_test: str
     candidate_run_id: uuid.UUID | None
     baseline_run_id: uuid.UUID | None
     candidate: dict[str, Any]

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -37,6 +38,7 @@ from app.schemas.triage import (
     Recommendation,
     RecommendationSummary,
     RuleOut,
+    RuleUsed,
     StoredRun,
     WeightsOut,
 )
@@ -44,14 +46,19 @@ from app.services import jobs as job_service
 from app.services.admission import normalised_request
 from app.settings import Settings
 from core.data.refs import AnyDatasetRef, Sampling
+from core.evidence import evidence_for, rule_key, statement
 from core.markers import list_markers
+from core.noise import TEST
 from core.triage import (
     MarkerRecord,
+    Rule,
     RuleError,
     UnknownMetric,
+    UnknownRule,
     Verdict,
     accuracy_pick,
     evaluate_gate,
+    make_rule,
     parse_rule,
     rank,
     verdict,
@@ -84,14 +91,50 @@ class Gathered:
         return Pending(jobs=[job_out(job) for job in self.jobs]) if self.jobs else None
 
     def record(self, label: str) -> MarkerRecord:
-        return record_of(label, self.markers[self.runs[label].id])
+        run = self.runs[label]
+        return record_of(label, run, self.markers[run.id])
 
     def stats(self, label: str) -> dict[str, MarkerStat]:
-        return {m.name: MarkerStat(value=m.value, std=m.std) for m in self.markers[self.runs[label].id]}
+        return {
+            m.name: MarkerStat(value=m.value, std=m.std, decidable=m.decidable, reason=m.reason)
+            for m in self.markers[self.runs[label].id]
+        }
 
 
-def record_of(label: str, markers: list[Marker]) -> MarkerRecord:
-    return MarkerRecord(label, {m.name: m.value for m in markers}, {m.name: m.std for m in markers})
+def record_of(label: str, run: Run, markers: list[Marker]) -> MarkerRecord:
+    """The stored markers as ``core.triage`` reads them: the run's repeats give the noise of its GLUE
+    markers, and markers from a degenerate regime may not decide."""
+    return MarkerRecord(
+        label,
+        {m.name: m.value for m in markers},
+        {m.name: m.std for m in markers},
+        repeats=int(run.protocol.get("repeats", 1)),
+        undecidable={m.name: m.reason or "not decidable" for m in markers if not m.decidable},
+    )
+
+
+def triage_rule(name: str) -> Rule:
+    """The rule a user named; 422 ``unknown_rule`` for a name that is no rule."""
+    try:
+        return make_rule(name)
+    except UnknownRule as exc:
+        raise ApiError(422, "unknown_rule", str(exc)) from None
+
+
+def rule_used(rule: Rule, protocol: ProtocolFields) -> RuleUsed:
+    """What an answer applied, with the back-test evidence for it under this GLUE variant."""
+    dichotomy, centering = protocol.dichotomy, protocol.centering
+    key = rule_key(rule.name, dichotomy, centering)
+    found = evidence_for(key)
+    return RuleUsed(
+        name=rule.name,
+        markers=list(rule.markers),
+        glue_variant=f"{dichotomy},{centering}",
+        noise_test=TEST,
+        description=rule.describe(),
+        evidence=statement(key),
+        evidence_detail=found.to_dict() if found else None,
+    )
 
 
 def label_of(ref: AnyModelRef) -> str:
@@ -161,6 +204,7 @@ def _comparisons(result: Verdict) -> list[Comparison]:
             v2_std=c.v2_std,
             difference=c.difference,
             noise=c.noise,
+            p_value=c.p_value,
             favours=c.favours,
         )
         for c in result.comparisons
@@ -171,13 +215,15 @@ def _picks_agree(decision: str, by_accuracy: str) -> bool | None:
     return None if "undecided" in (decision, by_accuracy) else decision == by_accuracy
 
 
-def recommend(session: Session, settings: Settings, arch: str, scoring: Scoring) -> Pending | Recommendation:
+def recommend(
+    session: Session, settings: Settings, arch: str, scoring: Scoring, rule: Rule
+) -> Pending | Recommendation:
     pair = pair_of(arch)
     refs = {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
     gathered = gather(session, settings, refs, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
-    result = verdict(gathered.record(V1), gathered.record(V2))
+    result = verdict(gathered.record(V1), gathered.record(V2), rule)
     by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
 
     def weights_out(weights: str, acc1: float | None) -> WeightsOut:
@@ -194,6 +240,7 @@ def recommend(session: Session, settings: Settings, arch: str, scoring: Scoring)
         architecture=arch,
         verdict=result.decision,
         reason=result.reason,
+        rule=rule_used(rule, scoring.protocol),
         comparisons=_comparisons(result),
         v1=weights_out(V1, pair.v1_acc1),
         v2=weights_out(V2, pair.v2_acc1),
@@ -226,7 +273,9 @@ def recommendations_so_far(
         found = [latest.get((arch, weights)) for weights in (V1, V2)]
         result = None
         if found[0] is not None and found[1] is not None:
-            result = verdict(record_of(V1, markers[found[0].id]), record_of(V2, markers[found[1].id]))
+            result = verdict(
+                record_of(V1, found[0], markers[found[0].id]), record_of(V2, found[1], markers[found[1].id])
+            )
         items.append(
             RecommendationSummary(
                 architecture=arch,
@@ -245,6 +294,7 @@ def recommendations_so_far(
 
 
 def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pending | RankingOut:
+    rule = triage_rule(body.rule)
     models: dict[str, AnyModelRef] = {}
     for ref in body.candidates:
         label = label_of(ref)
@@ -255,7 +305,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
-    result = rank([gathered.record(label) for label in models])
+    result = rank([gathered.record(label) for label in models], rule)
     entries = [
         RankedOut(
             label=e.name,
@@ -264,7 +314,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
             markers=gathered.stats(e.name),
             rank=e.rank,
             front=e.front,
-            score=e.score,
+            unrankable=e.unrankable,
             id_accuracy_rank=e.id_accuracy_rank,
             logme_rank=e.logme_rank,
             disagrees_with_id_accuracy=e.disagrees_with_id_accuracy,
@@ -276,6 +326,8 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
     return RankingOut(
         entries=entries,
         pick=result.pick,
+        reason=result.reason,
+        rule=rule_used(rule, scoring.protocol),
         id_accuracy_pick=result.id_accuracy_pick,
         logme_pick=result.logme_pick,
         picks_agree=result.picks_agree,
@@ -341,8 +393,11 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
     runs.update(gathered.runs)
     _check_same_sample(runs["candidate"], runs["baseline"])
     markers = markers_of(session, [runs["candidate"].id, runs["baseline"].id])
-    candidate, baseline = (record_of(side, markers[runs[side].id]) for side in ("candidate", "baseline"))
+    candidate, baseline = (
+        record_of(side, runs[side], markers[runs[side].id]) for side in ("candidate", "baseline")
+    )
     result = evaluate_gate(candidate, baseline, rules)
+    variant = (scoring.protocol.dichotomy, scoring.protocol.centering)
     row = Gate(
         candidate_run_id=runs["candidate"].id,
         baseline_run_id=runs["baseline"].id,
@@ -350,23 +405,34 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         baseline=body.baseline.model_dump(mode="json"),
         dataset=body.dataset.model_dump(mode="json"),
         rules=[str(rule) for rule in rules],
-        outcomes=[outcome.to_dict() for outcome in result.outcomes],
+        outcomes=[
+            {**outcome.to_dict(), "evidence": statement(rule_key(outcome.rule.metric, *variant))}
+            for outcome in result.outcomes
+        ],
         passed=result.passed,
+        status=result.status,
     )
     session.add(row)
     session.commit()
     return row
 
 
+def _with_status(outcome: dict[str, Any]) -> dict[str, Any]:
+    """Outcomes stored before gates could be inconclusive have only ``passed``."""
+    return {"status": "passed" if outcome["passed"] else "failed", **outcome}
+
+
 def gate_out(row: Gate) -> GateOut:
     return GateOut(
         id=row.id,
         passed=row.passed,
+        status=row.status,  # type: ignore[arg-type]  # written from GateResult.status only
+        noise_test=TEST,
         candidate_run_id=row.candidate_run_id,
         baseline_run_id=row.baseline_run_id,
         candidate=row.candidate,
         baseline=row.baseline,
         dataset=row.dataset,
-        rules=[RuleOut.model_validate(outcome) for outcome in row.outcomes],
+        rules=[RuleOut.model_validate(_with_status(outcome)) for outcome in row.outcomes],
         created_at=row.created_at,
     )

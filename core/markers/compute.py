@@ -55,9 +55,11 @@ def compute_markers(
     (``core.device.resolve_device``: CUDA when present), passed to every marker function that takes
     one. Geometry markers share one ``core.glue.analyze`` call under ``protocol`` (default
     ``Protocol()``); when GLUE rejects degenerate data (e.g. all-zero features) they are not
-    applicable with its message. Bad inputs, an unknown marker name or an unavailable device raise
-    ``ValueError``. ``cancel`` is polled before each marker and inside GLUE (every repeat and solver
-    batch); when it answers yes the computation stops with ``core.errors.Cancelled``.
+    applicable with its message; when the analysis is degenerate (``core.glue_regime``) they keep
+    their values but are not decidable, with the reason. Bad inputs, an unknown marker name or an
+    unavailable device raise ``ValueError``. ``cancel`` is polled before each marker and inside GLUE
+    (every repeat and solver batch); when it answers yes the computation stops with
+    ``core.errors.Cancelled``.
     """
     protocol = Protocol() if protocol is None else protocol
     if not isinstance(protocol, Protocol):
@@ -104,5 +106,10 @@ def compute_markers(
         except MarkerUndefined as err:
             results[spec.name] = MarkerValue.not_applicable(str(err))
             continue
-        results[spec.name] = MarkerValue(value, std=std)
+        regime = None if glue is None else glue.regime
+        if spec.group == "geometry" and regime is not None and regime.degenerate:
+            reason = f"not decidable: degenerate GLUE regime: {regime.reason}"
+            results[spec.name] = MarkerValue(value, std=std, reason=reason, decidable=False)
+        else:
+            results[spec.name] = MarkerValue(value, std=std)
     return results

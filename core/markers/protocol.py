@@ -8,6 +8,9 @@ from typing import Any, Literal, get_args
 Centering = Literal["none", "global"]
 Dichotomy = Literal["one_vs_rest", "first_vs_rest", "random"]
 CENTERINGS: tuple[str, ...] = get_args(Centering)
+# Five repeats: the smallest count whose Welch test resolves differences of a few percent in D_eff and
+# Ψ_eff on real features; see docs/noise.md for the measurements (benchmarks/repeats_convergence.py).
+DEFAULT_REPEATS = 5
 DICHOTOMIES: tuple[str, ...] = get_args(Dichotomy)
 
 
@@ -28,7 +31,9 @@ class Protocol:
       mean of all rows) before GLUE.
     - ``dichotomy``: GLUE's label draws, ``"one_vs_rest"`` (default), ``"first_vs_rest"`` (two
       classes) or ``"random"`` (i.i.d. signs; not a default, see shared/GLUE.md).
-    - ``repeats``: independent GLUE repeats; geometry markers then carry their standard deviation.
+    - ``repeats``: independent GLUE repeats (default ``DEFAULT_REPEATS``); geometry markers carry
+      their standard deviation over them. ``repeats=1`` gives no noise estimate: its geometry
+      markers never decide a verdict, a ranking or a gate.
 
     Fields are validated on construction; ``to_dict``/``from_dict`` round-trip through JSON.
     """
@@ -38,7 +43,7 @@ class Protocol:
     seed: int = 0
     centering: Centering = "none"
     dichotomy: Dichotomy = "one_vs_rest"
-    repeats: int = 1
+    repeats: int = DEFAULT_REPEATS
 
     def __post_init__(self) -> None:
         if self.points_per_class is not None:

@@ -38,15 +38,21 @@ class MarkerUndefined(ValueError):
 class MarkerValue:
     """One computed marker: ``value`` (finite) and optional ``std`` over repeats, or not applicable.
 
-    A marker that does not apply has ``value=None``, ``applicable=False`` and a ``reason``.
+    A marker that does not apply has ``value=None``, ``applicable=False`` and a ``reason``. A marker
+    computed in a regime where its number carries no meaning (a degenerate GLUE analysis) keeps its
+    value but has ``decidable=False`` and a ``reason``: it is shown, never used to decide. ``std`` is
+    None where there is no noise estimate (one GLUE repeat) or no noise (markers outside GLUE).
     """
 
     value: float | None
     std: float | None = None
     applicable: bool = True
     reason: str | None = None
+    decidable: bool = True
 
     def __post_init__(self) -> None:
+        if not self.decidable and not (self.applicable and self.reason):
+            raise ValueError("a marker that is not decidable is applicable and has a reason")
         if self.applicable:
             if self.value is None or not math.isfinite(self.value):
                 raise ValueError(f"an applicable marker needs a finite value, got {self.value!r}")
@@ -60,7 +66,13 @@ class MarkerValue:
         return cls(value=None, applicable=False, reason=reason)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "std": self.std, "applicable": self.applicable, "reason": self.reason}
+        return {
+            "value": self.value,
+            "std": self.std,
+            "applicable": self.applicable,
+            "reason": self.reason,
+            "decidable": self.decidable,
+        }
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def test_readyz_names_the_unreachable_broker(settings: Settings) -> None:
         body = client.get("/readyz")
         assert body.status_code == 503
         answer = body.json()
-        assert (answer["status"], answer["database"], answer["broker"]) == ("unavailable", "ok", "unreachable")
+        states = (answer["status"], answer["database"], answer["broker"])
+        assert states == ("unavailable", "ok", "unreachable")
         assert "127.0.0.1" not in body.text
 
 

@@ -1,7 +1,8 @@
 """The ``zootriage`` client commands as a CI job runs them: real processes against the real stack.
 
 A gate uploads a local checkpoint, waits for scoring, and exits 0 when it passes, 1 when it fails
-(naming the failing rule), 2 on a usage or service error, with a message and never a traceback.
+(naming the failing rule), 3 when it is inconclusive (within the noise, or no noise estimate), 2 on a
+usage or service error, with a message and never a traceback.
 """
 
 from __future__ import annotations
@@ -61,14 +62,19 @@ def test_gate_passes_and_fails_with_exit_codes(
 ) -> None:
     candidate, baseline = checkpoints
     gate = ["gate", "--candidate", candidate, "--baseline", baseline, *SCORING]
-    passing = zootriage(triage_stack, *gate, "--rule", "dimension: min 0", "--rule", "id_accuracy: min 0.5")
+    passing = zootriage(
+        triage_stack, *gate, "--rule", "dimension: max 1000", "--rule", "id_accuracy: min 0.5"
+    )
     assert passing.returncode == 0, passing.stderr
-    assert "passed" in passing.stdout and "dimension: min 0" in passing.stdout
+    assert "PASSED" in passing.stdout and "dimension: max 1000" in passing.stdout
+    assert "evidence: study 2026-11-30/default" in passing.stdout
 
-    failing = zootriage(triage_stack, *gate, "--rule", "id_accuracy: min 1.01", "--rule", "dimension: min 0")
+    failing = zootriage(
+        triage_stack, *gate, "--rule", "id_accuracy: min 1.01", "--rule", "dimension: max 1000"
+    )
     assert failing.returncode == 1, failing.stderr
     assert "failed id_accuracy: min 1.01" in failing.stderr
-    assert "dimension: min 0:" not in failing.stderr  # only failing rules are listed as failures
+    assert "dimension: max 1000:" not in failing.stderr  # only rules that did not pass are listed
     no_traceback(failing)
 
     listed = triage_stack.http.get("/v1/gates?limit=2").json()["items"]
@@ -87,6 +93,19 @@ def test_gate_passes_and_fails_with_exit_codes(
     assert by_run.returncode == 0, by_run.stderr
     decided = json.loads(by_run.stdout)
     assert decided["passed"] is True and decided["baseline_run_id"] == baseline_run
+
+
+def test_gate_without_a_noise_estimate_is_inconclusive_exit_3(
+    triage_stack: TriageStack,  # noqa: F811
+    checkpoints: tuple[str, str],
+) -> None:
+    candidate, baseline = checkpoints
+    gate = ["gate", "--candidate", candidate, "--baseline", baseline, *SCORING, "--repeats", "1"]
+    answer = zootriage(triage_stack, *gate, "--rule", "dimension: max 1000")
+    assert answer.returncode == 3, answer.stderr
+    assert "INCONCLUSIVE" in answer.stdout
+    assert "inconclusive dimension: max 1000" in answer.stderr and "no noise estimate" in answer.stderr
+    no_traceback(answer)
 
 
 @pytest.mark.parametrize(
@@ -173,3 +192,7 @@ def test_rank_and_recommend_wait_for_their_jobs(
     assert recommended.returncode == 0, recommended.stderr
     assert "IMAGENET1K_V1" in recommended.stdout and "verdict: " in recommended.stdout
     assert "ImageNet accuracy picks v2" in recommended.stdout
+    assert (
+        "evidence: study 2026-11-30/default, animal-mnist: rule geometry[one_vs_rest,none]"
+        in recommended.stdout
+    )

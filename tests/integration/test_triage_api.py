@@ -22,6 +22,7 @@ from app.settings import Settings
 from core.data.open import open_dataset
 from core.data.refs import BuiltinRef, Sampling
 from core.data.sampling import sample
+from core.glue import MARKERS as GLUE_MARKERS
 from core.markers import Protocol
 
 SAMPLING = Sampling(classes=2, per_class=5)
@@ -56,11 +57,16 @@ def stored_run(
     protocol: Protocol = PROTOCOL,
     fingerprint: str | None = None,
     stds: dict[str, float] | None = None,
+    undecidable: dict[str, str] | None = None,
 ) -> uuid.UUID:
-    """A run as the worker stores it; one of a real model carries the request key the API finds it by."""
+    """A run as the worker stores it; one of a real model carries the request key the API finds it by.
+    Its GLUE markers carry a small std over the protocol's repeats unless ``stds`` says otherwise, and
+    ``undecidable`` marks markers of a degenerate regime with their reason."""
     request = model and JobRequest.model_validate(
         {"model": model, "dataset": DIGITS, "sampling": SAMPLING.model_dump(), "protocol": protocol.to_dict()}
     )
+    stds = {**{name: 0.001 for name in markers if name in GLUE_MARKERS}, **(stds or {})}
+    undecidable = undecidable or {}
     run = Run(
         run_key=hashlib.sha256(label.encode()).hexdigest(),
         request_key=request_key(normalised_request(request)) if request else None,
@@ -80,9 +86,10 @@ def stored_run(
             Marker(
                 name=name,
                 value=value,
-                std=(stds or {}).get(name),
+                std=stds.get(name) if value is not None else None,
                 applicable=value is not None,
-                reason=None if value is not None else "n/a",
+                reason=undecidable.get(name) if value is not None else "n/a",
+                decidable=name not in undecidable,
                 version="1",
             )
             for name, value in markers.items()
@@ -115,7 +122,7 @@ def test_gate_on_stored_runs_is_decided_stored_and_listed(api: TestClient, datab
     cand = stored_run(database_url, "cand", {"dimension": 1.95, "utilization": 0.25, "id_accuracy": 0.95})
     passing = api.post("/v1/gates", json=gate_body(cand, base, ["dimension: max_relative_drop 0.05"]))
     assert passing.status_code == 201, passing.text
-    assert passing.json()["passed"] is True
+    assert passing.json()["passed"] is True and passing.json()["status"] == "passed"
     rule = passing.json()["rules"][0]
     assert (rule["candidate"], rule["baseline"], rule["passed"]) == (1.95, 2.0, True)
     assert rule["change"] == pytest.approx(-0.05)
@@ -123,8 +130,8 @@ def test_gate_on_stored_runs_is_decided_stored_and_listed(api: TestClient, datab
         "/v1/gates", json=gate_body(cand, base, ["utilization: min 0.3", "id_accuracy: max_drop 0"])
     )
     assert failing.status_code == 201
-    assert failing.json()["passed"] is False
-    assert [r["passed"] for r in failing.json()["rules"]] == [False, True]
+    assert failing.json()["passed"] is False and failing.json()["status"] == "failed"
+    assert [r["status"] for r in failing.json()["rules"]] == ["failed", "passed"]
     assert api.get(failing.headers["location"]).json() == failing.json()
 
     first = api.get("/v1/gates?limit=1").json()
@@ -247,5 +254,48 @@ def test_recommendation_within_the_noise_of_repeats_is_undecided(api: TestClient
         stored_run(database_url, weights, {"dimension": d, "utilization": u}, model=model, stds=noise)
     items = api.get(f"/v1/recommendations?{QUERY}&limit=100").json()["items"]
     regnet = next(item for item in items if item["architecture"] == "regnet_x_400mf")
-    assert regnet["verdict"] == "undecided" and "noise" in regnet["reason"]
+    assert regnet["verdict"] == "undecided"
+    assert regnet["reason"].startswith("undecided: difference within noise (dimension p=")
     assert regnet["picks_agree"] is None
+
+
+def test_gate_within_the_noise_is_inconclusive_stored_and_listed(api: TestClient, database_url: str) -> None:
+    noisy = {"dimension": 0.1}
+    base = stored_run(database_url, "base", {"dimension": 2.0, "utilization": 0.4}, stds=noisy)
+    cand = stored_run(database_url, "cand", {"dimension": 1.88, "utilization": 0.4}, stds=noisy)
+    answer = api.post("/v1/gates", json=gate_body(cand, base, ["dimension: max_relative_drop 0.05"]))
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert (body["status"], body["passed"]) == ("inconclusive", False)
+    assert "Welch" in body["noise_test"]
+    rule = body["rules"][0]
+    assert rule["status"] == "inconclusive" and "within the noise" in rule["reason"]
+    low, high = rule["interval"]
+    assert low < 0.05 < high
+    assert "geometry" not in rule["evidence"] and "dimension[one_vs_rest,none]" in rule["evidence"]
+    assert api.get(answer.headers["location"]).json() == body
+    listed = api.get("/v1/gates?passed=false").json()["items"]
+    assert [(g["id"], g["status"]) for g in listed] == [(body["id"], "inconclusive")]
+
+
+def test_gate_on_a_degenerate_run_is_inconclusive(api: TestClient, database_url: str) -> None:
+    why = "not decidable: degenerate GLUE regime: 40% of the drawn dichotomies are not separable"
+    base = stored_run(database_url, "base", {"dimension": 2.0, "utilization": 0.4})
+    cand = stored_run(
+        database_url, "cand", {"dimension": 1.0, "utilization": 0.4}, undecidable={"dimension": why}
+    )
+    rule = api.post("/v1/gates", json=gate_body(cand, base, ["dimension: max_drop 0.1"])).json()["rules"][0]
+    assert rule["status"] == "inconclusive" and rule["reason"] == f"degenerate regime: {why}"
+
+
+def test_unknown_triage_rules_are_422(api: TestClient) -> None:
+    answer = api.get(f"/v1/recommendations/resnet50?{QUERY}&rule=radius")
+    assert (answer.status_code, answer.json()["code"]) == (422, "unknown_rule")
+    assert "no preferred direction" in answer.json()["message"]
+    body = {
+        "candidates": [{"source": "torchvision", "arch": "resnet18", "weights": "IMAGENET1K_V1"}],
+        "dataset": DIGITS,
+        "rule": "d_eff",
+    }
+    answer = api.post("/v1/rankings", json=body)
+    assert (answer.status_code, answer.json()["code"]) == (422, "unknown_rule")

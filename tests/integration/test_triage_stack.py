@@ -14,6 +14,7 @@ from sqlalchemy import delete, func, select
 
 from app.db.models import Gate, Job, Marker, Run
 from app.db.session import session_scope
+from core.markers.protocol import DEFAULT_REPEATS
 from core.triage import MarkerRecord, rank, verdict
 from core.zoo import v1_v2_pairs
 from tests.integration.triage_fixtures import (
@@ -28,9 +29,14 @@ MNIST = {"source": "builtin", "name": "mnist"}
 QUERY = "dataset=builtin:mnist&split=test&classes=2&per_class=6&n_t=20&points_per_class=6"
 
 
-def _record(label: str, markers: dict[str, dict[str, float | None]]) -> MarkerRecord:
+def _record(label: str, markers: dict[str, dict[str, Any]]) -> MarkerRecord:
+    """As the service reads a run stored under the default protocol."""
     return MarkerRecord(
-        label, {k: v["value"] for k, v in markers.items()}, {k: v["std"] for k, v in markers.items()}
+        label,
+        {k: v["value"] for k, v in markers.items()},
+        {k: v["std"] for k, v in markers.items()},
+        repeats=DEFAULT_REPEATS,
+        undecidable={k: v["reason"] for k, v in markers.items() if not v["decidable"]},
     )
 
 
@@ -72,6 +78,10 @@ def test_lenet5_pair_ranked_on_mnist(
     expected = rank([_record(e["label"], e["markers"]) for e in ranking["entries"]])
     assert [e["label"] for e in ranking["entries"]] == [e.name for e in expected.entries]
     assert ranking["pick"] == expected.pick and ranking["id_accuracy_pick"] == expected.id_accuracy_pick
+    assert ranking["reason"] == expected.reason
+    assert ranking["rule"]["name"] == "geometry" and ranking["rule"]["glue_variant"] == "one_vs_rest,none"
+    assert "does NOT show this rule beating ID accuracy" in ranking["rule"]["evidence"]
+    assert all(e["markers"]["dimension"]["std"] is not None for e in ranking["entries"])
     assert ranking["picks_agree"] == expected.picks_agree
     flagged = [e["label"] for e in ranking["entries"] if e["disagrees_with_id_accuracy"]]
     assert sorted(flagged) == sorted({n for pair in ranking["id_accuracy_discordant"] for n in pair})
@@ -99,6 +109,7 @@ def test_recommendation_for_a_v1_v2_architecture(triage_stack: TriageStack) -> N
     assert body["v1"]["run_id"] != body["v2"]["run_id"]
     expected = verdict(_record("v1", body["v1"]["markers"]), _record("v2", body["v2"]["markers"]))
     assert (body["verdict"], body["reason"]) == (expected.decision, expected.reason)
+    assert body["rule"]["evidence_detail"]["pairs"] == 198
     assert body["picks_agree"] == (None if body["verdict"] == "undecided" else body["verdict"] == "v2")
     assert body["v1"]["markers"]["id_accuracy"]["value"] is None  # MNIST is not ImageNet's label space
 

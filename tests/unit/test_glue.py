@@ -7,12 +7,15 @@ import math
 
 import numpy as np
 import pytest
+import scipy.optimize
 import torch
 
 from core.capacity_sim import simulated_capacity
 from core.examples import REFERENCE, REFERENCE_FIELDS, example, gaussian_manifolds, relu_like
 from core.glue import MARKERS, analyze, solve_draws, validate_inputs
+from core.glue import _summarize as summarize
 from core.glue_geometry import anchor_coefficients, anchor_points
+from core.glue_regime import separable_fraction
 
 CPU = torch.device("cpu")
 
@@ -267,3 +270,74 @@ def test_cuda_matches_cpu():
     cpu = analyze(x, y, n_t=500, device="cpu")
     for m in MARKERS:
         assert getattr(gpu, m) == pytest.approx(getattr(cpu, m), rel=1e-6), m
+
+
+@pytest.mark.parametrize("name", ["A", "relu"])
+def test_capacity_over_repeats_is_p_over_mean_n_crit_and_the_identity_is_exact(name):
+    x, y = DATASETS[name]()
+    combined = analyze(x, y, n_t=150, seed=2, repeats=4, points_per_class=15)
+    feats, classes, p = validate_inputs(x, y)
+    runs = [
+        summarize(solve_draws(feats, classes, p, child, 150, "none", "one_vs_rest", 15, "fast", CPU))
+        for child in np.random.SeedSequence(2).spawn(4)
+    ]
+    mean_n_crit = np.mean([r.n_crit for r in runs])
+    assert combined.n_crit == pytest.approx(mean_n_crit, rel=1e-12)
+    assert combined.capacity == pytest.approx(p / mean_n_crit, rel=1e-12)
+    assert combined.capacity != pytest.approx(np.mean([r.capacity for r in runs]), rel=1e-9)
+    assert combined.dimension == pytest.approx(np.mean([r.dimension for r in runs]), rel=1e-12)
+    identity = combined.utilization * (1 + combined.radius**-2) / combined.dimension
+    assert combined.capacity == pytest.approx(identity, rel=1e-12)
+    assert combined.std is not None and combined.std["capacity"] > 0
+
+
+def lp_separable(x, y):
+    """Independent of core.capacity_sim: maximise the margin s of y_i<w, x_i> >= s over the box
+    |w_j| <= 1 (s <= 1); strictly separable through the origin iff the optimum s > 0."""
+    n, d = x.shape
+    cost = np.zeros(d + 1)
+    cost[-1] = -1.0
+    a_ub = np.hstack([-(y[:, None] * x), np.ones((n, 1))])
+    res = scipy.optimize.linprog(
+        cost, A_ub=a_ub, b_ub=np.zeros(n), bounds=[(-1, 1)] * d + [(None, 1)], method="highs-ipm"
+    )
+    return res.status == 0 and -res.fun > 1e-9
+
+
+def regime_cases():
+    rng = np.random.default_rng(7)
+    return {
+        "n < N": (rng.standard_normal((10 * 5, 64)), np.repeat(np.arange(10), 5)),
+        "n > N": (rng.standard_normal((10 * 50, 64)), np.repeat(np.arange(10), 50)),
+    }
+
+
+@pytest.mark.parametrize("case", ["n < N", "n > N"])
+def test_regime_on_both_sides_of_the_boundary_agrees_with_an_independent_lp(case):
+    x, y = regime_cases()[case]
+    r = analyze(x, y, n_t=200, centering="global")
+    xc = x - x.mean(axis=0)
+    expected = np.mean([lp_separable(xc, np.where(y == c, 1.0, -1.0)) for c in range(10)])
+    assert r.regime.separable_fraction == pytest.approx(expected, abs=0.15)  # drawn, not all P equally
+    assert (r.regime.n_points, r.regime.rank) == (x.shape[0], min(x.shape))
+    if case == "n < N":
+        assert expected == 1.0 and not r.degenerate and r.regime.reason is None
+        assert r.regime.saturated_fraction < 0.5
+    else:
+        assert expected == 0.0 and r.degenerate
+        assert r.regime.separable_fraction == 0.0 and r.regime.saturated_fraction == 1.0
+        assert "not linearly separable" in r.regime.reason
+        assert r.capacity == pytest.approx(10 / 64, rel=0.1)  # stuck at P / r
+
+
+def test_separable_fraction_weights_each_dichotomy_by_its_draws():
+    points = np.array([[1.0], [2.0], [-1.0], [-3.0]])  # class 0 right of the origin, class 1 left
+    classes = np.array([0, 0, 1, 1])
+    drawn = np.array([[1.0, -1.0], [1.0, -1.0], [1.0, -1.0], [-1.0, -1.0]])  # the last is not separable
+    assert separable_fraction(points, classes, drawn) == 0.75
+
+
+def test_degenerate_repeats_flag_the_combined_result():
+    x, y = regime_cases()["n > N"]
+    r = analyze(x, y, n_t=100, centering="global", repeats=2, points_per_class=40)
+    assert r.degenerate and "(in 2 of 2 repeats)" in r.regime.reason

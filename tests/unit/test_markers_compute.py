@@ -1,6 +1,7 @@
 """compute_markers: applicability, label handling, validation, and the single GLUE call."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import torch
 
 import core.markers.compute as compute_module
 from core.glue import GlueResult, analyze
+from core.glue_regime import Regime
 from core.markers import MarkerValue, Protocol, compute_markers, list_markers
 from core.markers.representation import participation_ratio
 
@@ -232,3 +234,31 @@ def test_cuda_matches_cpu(n_per_class, dim):
         assert gpu[name].applicable == cpu[name].applicable, name
         if cpu[name].applicable:
             assert gpu[name].value == pytest.approx(cpu[name].value, rel=1e-9, abs=1e-12), name
+
+
+def test_markers_of_a_degenerate_regime_are_shown_but_not_decidable(fake_analyze, data):
+    _, result = fake_analyze
+    regime = Regime(0.5, 0.0, 60, 6, True, "50% of the drawn dichotomies are not linearly separable")
+    result["glue"] = replace(_glue(), regime=regime)
+    out = compute_markers(*data)
+    for name in GEOMETRY_FIELDS:
+        assert out[name].applicable and out[name].value is not None and not out[name].decidable
+        assert out[name].reason.startswith("not decidable: degenerate GLUE regime: 50% of the drawn")
+    assert out["nc1"].decidable and out["nc1"].reason is None
+    result["glue"] = replace(_glue(), regime=replace(regime, degenerate=False, reason=None))
+    assert all(v.decidable for v in compute_markers(*data).values())
+
+
+def test_real_degenerate_regime_reaches_the_markers():
+    rng = np.random.default_rng(5)
+    labels = np.repeat(np.arange(4), 15)
+    features = rng.standard_normal((60, 5))  # 60 points in 5-d, centred: one-vs-rest is not separable
+    protocol = Protocol(points_per_class=None, n_t=50, centering="global", repeats=2)
+    out = compute_markers(features, labels, protocol=protocol, names=["dimension"], device="cpu")
+    assert not out["dimension"].decidable and "not linearly separable" in out["dimension"].reason
+
+
+def test_a_marker_that_is_not_decidable_needs_a_reason():
+    with pytest.raises(ValueError, match="not decidable"):
+        MarkerValue(1.0, decidable=False)
+    assert MarkerValue(1.0, reason="why", decidable=False).to_dict()["decidable"] is False

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from core.markers import Protocol
+from core.markers.protocol import DEFAULT_REPEATS
 
 
 def test_defaults_are_the_papers_protocol():
@@ -15,7 +16,7 @@ def test_defaults_are_the_papers_protocol():
         "seed": 0,
         "centering": "none",
         "dichotomy": "one_vs_rest",
-        "repeats": 1,
+        "repeats": DEFAULT_REPEATS,
     }
 
 

@@ -1,40 +1,73 @@
-"""The triage rules on hand-made marker records: every verdict branch, ties, noise, missing markers,
-Pareto ranking with its tie-break and the agreement flags, and every gate rule kind."""
+"""The triage rules on hand-made marker records: every verdict branch (noise, no noise estimate,
+degenerate regime, missing markers), noise-aware ranking with its ties and flags, and every gate rule
+kind with its pass / fail / inconclusive decision."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
+from core.noise import CONFIDENCE
 from core.triage import (
     GateRule,
     MarkerRecord,
     RuleError,
     UnknownMetric,
+    UnknownRule,
     accuracy_pick,
     evaluate_gate,
-    pareto_fronts,
+    fronts_of,
+    make_rule,
     parse_rule,
     rank,
     verdict,
 )
 
 KNOWN = {"dimension", "utilization", "id_accuracy", "logme"}
+GEOMETRY = ("dimension", "utilization")
 
 
-def rec(name: str, d: float | None, u: float | None, **extra: float | None) -> MarkerRecord:
-    return MarkerRecord(name, {"dimension": d, "utilization": u, **extra})
+def rec(
+    name: str,
+    d: float | None,
+    u: float | None,
+    *,
+    std: float | None = 0.01,
+    repeats: int = 5,
+    undecidable: dict[str, str] | None = None,
+    **extra: float | None,
+) -> MarkerRecord:
+    """Markers of one run; the GLUE markers carry ``std`` over ``repeats`` repeats."""
+    return MarkerRecord(
+        name,
+        {"dimension": d, "utilization": u, **extra},
+        {m: std for m in GEOMETRY},
+        repeats=repeats,
+        undecidable=undecidable or {},
+    )
 
 
 # --- verdict ---------------------------------------------------------------------------------------
 
 
-def test_verdict_both_markers_higher_for_one_side() -> None:
-    assert verdict(rec("a", 1.0, 0.3), rec("b", 1.2, 0.4)).decision == "v2"
+def test_verdict_both_markers_higher_beyond_the_noise() -> None:
+    result = verdict(rec("a", 1.0, 0.3), rec("b", 1.2, 0.4))
+    assert result.decision == "v2"
+    assert "geometry" in result.reason and "p=" in result.reason
     result = verdict(rec("a", 1.2, 0.4), rec("b", 1.0, 0.3))
     assert result.decision == "v1"
     assert [c.favours for c in result.comparisons] == ["v1", "v1"]
     assert result.comparisons[0].difference == pytest.approx(-0.2)
+
+
+def test_verdict_p_value_is_welchs() -> None:
+    v1 = rec("a", 1.00, 0.30, std=0.02, repeats=5)
+    v2 = MarkerRecord("b", {"dimension": 1.03, "utilization": 0.31}, {m: 0.05 for m in GEOMETRY}, repeats=3)
+    result = verdict(v1, v2)
+    expected = stats.ttest_ind_from_stats(1.03, 0.05, 3, 1.00, 0.02, 5, equal_var=False).pvalue
+    assert result.comparisons[0].p_value == pytest.approx(expected, rel=1e-9)
+    assert result.comparisons[0].noise == pytest.approx(np.sqrt(0.05**2 / 3 + 0.02**2 / 5))
 
 
 def test_verdict_markers_disagree() -> None:
@@ -43,10 +76,28 @@ def test_verdict_markers_disagree() -> None:
     assert "disagree" in result.reason and "dimension favours v2" in result.reason
 
 
-def test_verdict_exact_tie() -> None:
-    result = verdict(rec("a", 1.0, 0.3), rec("b", 1.0, 0.4))
+@pytest.mark.parametrize(("d2", "u2"), [(1.0, 0.4), (1.005, 0.4)])
+def test_verdict_within_the_noise_is_undecided_with_p(d2: float, u2: float) -> None:
+    result = verdict(rec("a", 1.0, 0.3), rec("b", d2, u2))
     assert result.decision == "undecided"
-    assert "tie on dimension" in result.reason
+    assert result.reason.startswith("undecided: difference within noise (dimension p=")
+    assert result.comparisons[0].p_value > 1 - CONFIDENCE
+
+
+def test_verdict_without_noise_estimate_never_decides() -> None:
+    for std, repeats in ((None, 1), (0.01, 1), (None, 5)):
+        result = verdict(
+            rec("a", 1.0, 0.1, std=std, repeats=repeats), rec("b", 9.0, 0.9, std=std, repeats=repeats)
+        )
+        assert result.decision == "undecided"
+        assert result.reason == "undecided: no noise estimate (repeats=1)"
+
+
+def test_verdict_in_a_degenerate_regime_is_undecided() -> None:
+    flagged = rec("b", 9.0, 0.9, undecidable={"dimension": "n > N"})
+    result = verdict(rec("a", 1.0, 0.1), flagged)
+    assert result.decision == "undecided"
+    assert result.reason.startswith("undecided: degenerate regime (dimension of v2: n > N")
 
 
 @pytest.mark.parametrize("missing", ["v1", "v2"])
@@ -62,19 +113,22 @@ def test_verdict_nan_counts_as_missing() -> None:
     assert verdict(rec("a", float("nan"), 0.3), rec("b", 1.2, 0.4)).decision == "undecided"
 
 
-def test_verdict_margin_within_noise_is_undecided() -> None:
-    v1 = MarkerRecord("a", {"dimension": 1.0, "utilization": 0.30}, {"dimension": 0.05, "utilization": 0.01})
-    v2 = MarkerRecord("b", {"dimension": 1.2, "utilization": 0.31}, {"dimension": 0.05, "utilization": 0.01})
-    result = verdict(v1, v2)
-    assert result.decision == "undecided"
-    assert "noise" in result.reason and "utilization" in result.reason and "dimension:" not in result.reason
-    assert result.comparisons[1].noise == pytest.approx(np.hypot(0.01, 0.01))
+def test_verdict_by_a_deterministic_marker_needs_no_repeats() -> None:
+    rule = make_rule("id_accuracy")
+    a = rec("a", 1.0, 0.3, std=None, repeats=1, id_accuracy=0.91)
+    b = rec("b", 1.0, 0.3, std=None, repeats=1, id_accuracy=0.92)
+    result = verdict(a, b, rule)
+    assert result.decision == "v2" and result.rule.markers == ("id_accuracy",)
+    assert verdict(a, a, rule).decision == "undecided"
 
 
-def test_verdict_margin_beyond_noise_wins() -> None:
-    v1 = MarkerRecord("a", {"dimension": 1.0, "utilization": 0.30}, {"dimension": 0.05, "utilization": 0.01})
-    v2 = MarkerRecord("b", {"dimension": 1.2, "utilization": 0.35}, {"dimension": 0.05, "utilization": 0.01})
-    assert verdict(v1, v2).decision == "v2"
+def test_rules() -> None:
+    assert make_rule("geometry").markers == GEOMETRY
+    assert make_rule("logme").higher_is_better == (True,)
+    with pytest.raises(UnknownRule, match="unknown triage rule 'nope'"):
+        make_rule("nope")
+    with pytest.raises(UnknownRule, match="no preferred direction"):
+        make_rule("radius")
 
 
 def test_accuracy_pick() -> None:
@@ -87,48 +141,63 @@ def test_accuracy_pick() -> None:
 # --- ranking ---------------------------------------------------------------------------------------
 
 
-def test_pareto_fronts() -> None:
-    points = np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 0.5], [0.5, 3.0], [2.0, 2.0]])
-    assert pareto_fronts(points).tolist() == [1, 0, 0, 0, 0]
+def test_fronts_of_a_relation() -> None:
+    dominates = np.zeros((4, 4), dtype=bool)
+    dominates[1, 0] = dominates[2, 0] = dominates[0, 3] = True
+    assert fronts_of(dominates).tolist() == [1, 0, 0, 2]
 
 
-def test_rank_front_then_product_and_flags() -> None:
+def test_rank_by_geometry_beyond_the_noise_and_flags() -> None:
     records = [
-        rec("dominated", 1.0, 0.1, id_accuracy=0.99, logme=-1.0),
-        rec("balanced", 2.0, 0.4, id_accuracy=0.90, logme=1.0),  # score 0.8
-        rec("wide", 4.0, 0.15, id_accuracy=0.95, logme=0.5),  # score 0.6, same front
+        rec("worst", 1.0, 0.1, id_accuracy=0.99, logme=-1.0),
+        rec("best", 2.0, 0.4, id_accuracy=0.90, logme=1.0),
+        rec("middle", 1.5, 0.2, id_accuracy=0.95, logme=0.5),
     ]
     ranking = rank(records)
-    assert [e.name for e in ranking.entries] == ["balanced", "wide", "dominated"]
-    assert [e.front for e in ranking.entries] == [1, 1, 2]
-    assert ranking.entries[0].score == pytest.approx(0.8)
-    assert ranking.pick == "balanced" and ranking.id_accuracy_pick == "dominated"
-    assert ranking.logme_pick == "balanced" and ranking.picks_agree is False
-    assert set(ranking.id_accuracy_discordant) == {
-        ("balanced", "wide"),
-        ("balanced", "dominated"),
-        ("wide", "dominated"),
-    }
-    assert ranking.logme_discordant == ()
+    assert [(e.name, e.rank, e.front) for e in ranking.entries] == [
+        ("best", 1, 1),
+        ("middle", 2, 2),
+        ("worst", 3, 3),
+    ]
+    assert ranking.pick == "best" and ranking.reason.startswith("best: geometry")
+    assert ranking.id_accuracy_pick == "worst" and ranking.picks_agree is False
+    assert ranking.logme_pick == "best" and ranking.logme_discordant == ()
+    assert set(ranking.id_accuracy_discordant) == {("best", "middle"), ("best", "worst"), ("middle", "worst")}
     assert all(e.disagrees_with_id_accuracy for e in ranking.entries)
-    assert not any(e.disagrees_with_logme for e in ranking.entries)
     assert [e.id_accuracy_rank for e in ranking.entries] == [3, 2, 1]
 
 
-def test_rank_ties_share_a_rank_and_no_single_pick() -> None:
-    twins = [rec("b", 1.0, 0.5, id_accuracy=0.9), rec("a", 1.0, 0.5, id_accuracy=0.9)]
-    ranking = rank([*twins, rec("c", 0.5, 0.5)])
-    assert [(e.name, e.rank) for e in ranking.entries] == [("a", 1), ("b", 1), ("c", 3)]
-    assert ranking.pick is None and ranking.id_accuracy_pick is None and ranking.picks_agree is None
-    assert ranking.id_accuracy_discordant == ()  # ties are not disagreements
+def test_rank_candidates_within_the_noise_tie() -> None:
+    ranking = rank([rec("b", 2.0, 0.5), rec("a", 2.005, 0.501), rec("c", 1.0, 0.2), rec("trade", 3.0, 0.1)])
+    assert [(e.name, e.rank) for e in ranking.entries] == [("a", 1), ("b", 1), ("trade", 1), ("c", 4)]
+    assert ranking.pick is None
+    assert ranking.reason.startswith("undecided: a, b, trade share the first place")
+    assert "a vs b: undecided: difference within noise" in ranking.reason
 
 
-def test_rank_puts_candidates_missing_a_marker_last() -> None:
-    ranking = rank([rec("blank", None, 0.9, id_accuracy=0.99), rec("ok", 1.0, 0.2)])
-    assert [(e.name, e.rank) for e in ranking.entries] == [("ok", 1), ("blank", None)]
+def test_rank_without_noise_estimate_ties_everything() -> None:
+    ranking = rank([rec("a", 1.0, 0.1, std=None, repeats=1), rec("b", 5.0, 0.9, std=None, repeats=1)])
+    assert [e.rank for e in ranking.entries] == [1, 1]
+    assert ranking.pick is None and "no noise estimate (repeats=1)" in ranking.reason
+
+
+def test_rank_leaves_degenerate_and_incomplete_candidates_unranked() -> None:
+    records = [
+        rec("flagged", 9.0, 0.9, undecidable={"utilization": "not separable"}),
+        rec("blank", None, 0.9, id_accuracy=0.99),
+        rec("ok", 1.0, 0.2),
+    ]
+    ranking = rank(records)
+    assert [(e.name, e.rank) for e in ranking.entries] == [("ok", 1), ("blank", None), ("flagged", None)]
     assert ranking.entries[1].missing == ("dimension", "logme")
-    assert ranking.pick == "ok" and ranking.id_accuracy_pick == "blank"
-    assert ranking.id_accuracy_discordant == ()  # an unranked candidate has no geometry order
+    assert ranking.entries[2].unrankable == "degenerate regime (utilization: not separable)"
+    assert ranking.pick == "ok"
+
+
+def test_rank_by_a_chosen_marker() -> None:
+    records = [rec("a", 1.0, 0.3, logme=0.2), rec("b", 2.0, 0.5, logme=0.1)]
+    ranking = rank(records, make_rule("logme"))
+    assert ranking.pick == "a" and ranking.rule.name == "logme"
 
 
 def test_rank_rejects_duplicate_names() -> None:
@@ -173,28 +242,62 @@ def test_unknown_metric_is_named() -> None:
     assert caught.value.metric == "d_eff"
 
 
-def test_gate_rules_each_kind() -> None:
-    base = rec("base", 2.0, 0.40, id_accuracy=0.95)
-    cand = rec("cand", 1.95, 0.25, id_accuracy=0.93)
+def test_gate_rules_each_kind_beyond_the_noise() -> None:
+    base = rec("base", 2.0, 0.40, std=0.001, id_accuracy=0.95)
+    cand = rec("cand", 1.95, 0.25, std=0.001, id_accuracy=0.93)
     rules = [
         parse_rule(text, KNOWN)
         for text in (
             "dimension: max_relative_drop 0.05",  # 2.5% drop: pass
             "utilization: min 0.3",  # 0.25: fail
-            "id_accuracy: max_drop 0.01",  # 0.02 drop: fail
+            "id_accuracy: max_drop 0.01",  # 0.02 drop, exact: fail
             "dimension: max 3",
             "utilization: max_rise 0",
             "dimension: max_relative_rise 0",
         )
     ]
     result = evaluate_gate(cand, base, rules)
-    assert [o.passed for o in result.outcomes] == [True, False, False, True, True, True]
-    assert not result.passed
+    assert [o.status for o in result.outcomes] == ["passed", "failed", "failed", "passed", "passed", "passed"]
+    assert result.status == "failed" and not result.passed
     assert [str(o.rule) for o in result.failures] == ["utilization: min 0.3", "id_accuracy: max_drop 0.01"]
     first = result.outcomes[0]
     assert (first.candidate, first.baseline) == (1.95, 2.0)
     assert first.change == pytest.approx(-0.05) and first.relative_change == pytest.approx(-0.025)
     assert result.outcomes[2].to_dict()["change"] == pytest.approx(-0.02)
+    assert result.outcomes[2].interval == pytest.approx((0.02, 0.02))
+
+
+def test_gate_within_the_noise_is_inconclusive() -> None:
+    std, repeats = 0.05, 5
+    base, cand = rec("base", 1.0, 0.4, std=std), rec("cand", 0.94, 0.4, std=std)  # 6% drop ± 3.2%
+    rule = parse_rule("dimension: max_relative_drop 0.05", KNOWN)
+    outcome = evaluate_gate(cand, base, [rule]).outcomes[0]
+    assert outcome.status == "inconclusive" and "within the noise" in outcome.reason
+    se = np.sqrt(std**2 / repeats + (0.94 / 1.0) ** 2 * std**2 / repeats)  # delta method
+    df = se**4 / ((std**2 / repeats) ** 2 / 4 + (0.94**2 * std**2 / repeats) ** 2 / 4)
+    q = stats.t.ppf(0.975, df)
+    assert outcome.interval == pytest.approx((0.06 - q * se, 0.06 + q * se), rel=1e-9)
+    assert evaluate_gate(cand, base, [rule]).status == "inconclusive"
+    clear = evaluate_gate(rec("cand", 0.5, 0.4, std=std), base, [rule])
+    assert clear.status == "failed"
+
+
+def test_gate_without_noise_estimate_or_in_a_degenerate_regime_is_inconclusive() -> None:
+    rule = parse_rule("dimension: max_relative_drop 0.05", KNOWN)
+    one = evaluate_gate(
+        rec("c", 0.5, 0.4, std=None, repeats=1), rec("b", 1.0, 0.4, std=None, repeats=1), [rule]
+    )
+    assert one.status == "inconclusive" and "no noise estimate (repeats=1)" in one.outcomes[0].reason
+    flagged = rec("c", 0.5, 0.4, undecidable={"dimension": "not separable"})
+    bad = evaluate_gate(flagged, rec("b", 1.0, 0.4), [rule])
+    assert bad.status == "inconclusive" and bad.outcomes[0].reason == "degenerate regime: not separable"
+
+
+def test_a_failed_rule_outweighs_an_inconclusive_one() -> None:
+    rules = [parse_rule("dimension: min 1", KNOWN), parse_rule("id_accuracy: min 0.95", KNOWN)]
+    result = evaluate_gate(rec("c", 1.0, 0.4, id_accuracy=0.9), rec("b", 1.0, 0.4), rules)
+    assert [o.status for o in result.outcomes] == ["inconclusive", "failed"]
+    assert result.status == "failed"
 
 
 def test_gate_fails_closed_on_missing_values() -> None:
@@ -204,11 +307,11 @@ def test_gate_fails_closed_on_missing_values() -> None:
         GateRule("logme", "max_relative_drop", 0.5),
     ]
     result = evaluate_gate(rec("c", 1.0, None, logme=1.0), rec("b", None, 0.3, logme=0.0), rules)
-    assert [o.passed for o in result.outcomes] == [False, False, False]
+    assert [o.status for o in result.outcomes] == ["failed", "failed", "failed"]
     assert "baseline has no value" in result.outcomes[0].reason
     assert "candidate has no value" in result.outcomes[1].reason
     assert "baseline value is 0" in result.outcomes[2].reason
 
 
 def test_gate_without_rules_passes() -> None:
-    assert evaluate_gate(rec("c", 1, 1), rec("b", 1, 1), []).passed
+    assert evaluate_gate(rec("c", 1, 1), rec("b", 1, 1), []).status == "passed"

@@ -1,0 +1,105 @@
+"""Decisions beyond the noise: every triage comparison states its test, its confidence and p.
+
+A GLUE marker stored for a run is the mean over R independent repeats (each its own class
+subsample and Gaussian draws), with the standard deviation s over the repeats. Its standard error is
+s / √R with R − 1 degrees of freedom. Two runs differ on a marker beyond the noise when a two-sided
+Welch t-test rejects equal means at CONFIDENCE:
+
+    d = m₂ − m₁,  se² = s₁²/R₁ + s₂²/R₂,  t = d / se,
+    ν = se⁴ / ((s₁²/R₁)²/(R₁ − 1) + (s₂²/R₂)²/(R₂ − 1))   (Welch–Satterthwaite),
+    p = 2 · P(T_ν > |t|).
+
+A gate compares a statistic (a candidate value, a change, a relative change) with a threshold: it
+decides only when the threshold lies outside the statistic's two-sided CONFIDENCE interval
+estimate ± q·se, q the 1 − (1 − CONFIDENCE)/2 quantile of T_ν; so each decision is wrong with
+probability at most (1 − CONFIDENCE)/2 when the truth sits exactly on the threshold.
+
+Markers outside GLUE (ID accuracy, LogME, ...) are deterministic functions of the stored sample:
+their noise is zero and any strict difference counts. A GLUE marker from a single repeat has no
+noise estimate (se None): it never decides. Relative changes use the delta method,
+se(c/b − 1) ≈ √(se_c² + (c/b)² se_b²) / |b|.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import stats
+
+CONFIDENCE = 0.95
+TEST = f"two-sided Welch t-test on repeat means at {CONFIDENCE:.0%}"
+NO_NOISE_ESTIMATE = "no noise estimate (repeats=1)"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A marker value with its standard error ``se`` and degrees of freedom ``df`` (inf: exact).
+    ``se`` None means the value has noise that was not measured (a single GLUE repeat)."""
+
+    value: float
+    se: float | None
+    df: float
+
+    @classmethod
+    def exact(cls, value: float) -> Estimate:
+        return cls(value, 0.0, math.inf)
+
+    @classmethod
+    def from_repeats(cls, value: float, std: float | None, repeats: int) -> Estimate:
+        if std is None or repeats < 2 or not math.isfinite(std):
+            return cls(value, None, math.inf)
+        return cls(value, std / math.sqrt(repeats), float(repeats - 1))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """second − first, its standard error and the test's p (None without a noise estimate);
+    ``significant`` when p < 1 − CONFIDENCE."""
+
+    difference: float
+    se: float | None
+    p_value: float | None
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < 1.0 - CONFIDENCE
+
+    def reason(self) -> str:
+        if self.p_value is None:
+            return NO_NOISE_ESTIMATE
+        return f"difference {self.difference:.4g} ± {self.se or 0.0:.2g} (p={self.p_value:.3g})"
+
+
+def _welch_df(parts: list[tuple[float, float]]) -> float:
+    """Welch–Satterthwaite degrees of freedom of a sum of variances (variance, df) pairs."""
+    total = sum(v for v, _ in parts)
+    denom = sum(v * v / df for v, df in parts if math.isfinite(df) and v > 0)
+    return math.inf if denom == 0 else total * total / denom
+
+
+def combined(parts: list[tuple[float, Estimate]]) -> tuple[float | None, float]:
+    """Standard error and Welch df of Σ cᵢ·Xᵢ for independent estimates Xᵢ (None: one is unmeasured)."""
+    if any(e.se is None for _, e in parts):
+        return None, math.inf
+    variances = [((c * (e.se or 0.0)) ** 2, e.df) for c, e in parts]
+    return math.sqrt(sum(v for v, _ in variances)), _welch_df(variances)
+
+
+def compare(first: Estimate, second: Estimate) -> Difference:
+    """The Welch test of the module docstring on second − first."""
+    diff = second.value - first.value
+    se, df = combined([(1.0, second), (-1.0, first)])
+    if se is None:
+        return Difference(diff, None, None)
+    if se == 0.0:
+        return Difference(diff, 0.0, 0.0 if diff != 0 else 1.0)
+    p = 2.0 * float(stats.t.sf(abs(diff) / se, df))
+    return Difference(diff, se, p)
+
+
+def interval(estimate: float, se: float, df: float) -> tuple[float, float]:
+    """The two-sided CONFIDENCE interval estimate ± q·se."""
+    level = 0.5 + CONFIDENCE / 2
+    q = float(stats.t.ppf(level, df)) if math.isfinite(df) else float(stats.norm.ppf(level))
+    return estimate - q * se, estimate + q * se

@@ -1,0 +1,61 @@
+"""The versioned evidence file: rebuilt from the study's results it reproduces core/evidence.json,
+and each rule's line says plainly whether the back-test shows it beating ID accuracy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from core.evidence import (
+    EVIDENCE_PATH,
+    build_evidence,
+    evidence_for,
+    load_evidence,
+    rule_key,
+    statement,
+    wilson,
+)
+
+RESULTS = Path(__file__).parents[2] / "docs" / "study" / "2026-11-30" / "results.json"
+
+
+def test_the_shipped_file_is_the_study_rebuilt() -> None:
+    rebuilt = build_evidence(json.loads(RESULTS.read_text()), "2026-11-30/default")
+    assert rebuilt == json.loads(EVIDENCE_PATH.read_text())
+
+
+def test_wilson_interval() -> None:
+    lo, hi = wilson(41, 198)
+    assert lo < 41 / 198 < hi
+    ci = stats.binomtest(41, 198).proportion_ci(method="wilson")
+    assert (lo, hi) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_the_shipped_geometry_rule_is_reported_as_not_beating_id_accuracy() -> None:
+    found = evidence_for(rule_key("geometry", "one_vs_rest", "none"))
+    assert found is not None and found.pairs == 198
+    assert found.win_rate == pytest.approx(41 / 198) and found.id_accuracy_win_rate == pytest.approx(65 / 198)
+    assert not found.beats_id_accuracy
+    assert "does NOT show this rule beating ID accuracy" in found.summary()
+    assert set(found.correlation_by_architecture) == {"cnn", "mlp"}
+    centred = evidence_for(rule_key("geometry", "one_vs_rest", "global"))
+    assert centred is not None and centred.beats_id_accuracy
+
+
+def test_rule_keys_and_missing_evidence() -> None:
+    assert rule_key("dimension", "random", "global") == "dimension[random,global]"
+    assert rule_key("logme", "random", "global") == "logme"
+    assert evidence_for("logme", outcome="blur") is not None
+    assert evidence_for("radius[one_vs_rest,none]") is None
+    assert "did not test rule radius[one_vs_rest,none]" in statement("radius[one_vs_rest,none]")
+
+
+def test_another_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps({"version": 99}))
+    with pytest.raises(ValueError, match="version 99"):
+        load_evidence(path)
