@@ -40,12 +40,16 @@ def active_fraction(features: np.ndarray) -> float:
 
 
 def regime(glue: GlueResult) -> dict[str, Any]:
-    """GLUE's regime diagnostic, ``None`` for each field this ``GlueResult`` does not carry."""
-    out: dict[str, Any] = {}
-    for name in REGIME_FIELDS:
-        value = getattr(glue, name, None)
-        out[name] = None if value is None else (bool(value) if name == "degenerate" else float(value))
-    return out
+    """GLUE's regime diagnostic (``core.glue_regime``); every field ``None`` when the analysis
+    carries none."""
+    found = glue.regime
+    if found is None:
+        return dict.fromkeys(REGIME_FIELDS)
+    return {
+        "degenerate": bool(found.degenerate),
+        "separable_fraction": float(found.separable_fraction),
+        "saturated_fraction": float(found.saturated_fraction),
+    }
 
 
 def geometry(

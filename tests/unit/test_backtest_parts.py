@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from core.backtest.recipes import ModelSpec, Recipe, floor_specs, lr_factor, mod
 from core.backtest.splits import Images, load_task
 from core.backtest.tables import accuracy_filter, kept
 from core.backtest.training import train_model
-from core.glue import GlueResult, analyze
+from core.glue import analyze
 from core.validate.probe import ProbeSplit
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
@@ -198,21 +198,18 @@ def test_few_shot_nearest_class_mean() -> None:
     assert choose_task_c({0.1: 0.8, 1.0: 0.8, 10.0: 0.7}) == 0.1
 
 
-@dataclass(frozen=True)
-class FlaggedGlue(GlueResult):
-    """A GlueResult carrying the regime fields another branch is adding."""
-
-    degenerate: bool = True
-    separable_fraction: float = 0.1
-    saturated_fraction: float = 0.9
-
-
-def test_regime_fields_are_read_when_present_and_none_when_absent() -> None:
+def test_regime_fields_are_read_from_the_analysis_and_none_without_one() -> None:
+    """40 points in 8 dimensions after global centring: some one-vs-rest dichotomies cannot be
+    separated through the origin, so the study must record a degenerate analysis."""
     x = np.random.default_rng(0).normal(size=(40, 8))
-    glue = analyze(x, np.repeat(np.arange(4), 10), n_t=10)
-    assert regime(glue) == {"degenerate": None, "separable_fraction": None, "saturated_fraction": None}
-    flagged = FlaggedGlue(**glue.to_dict())
-    assert regime(flagged) == {"degenerate": True, "separable_fraction": 0.1, "saturated_fraction": 0.9}
+    glue = analyze(x, np.repeat(np.arange(4), 10), n_t=50, centering="global")
+    assert glue.regime is not None
+    recorded = regime(glue)
+    assert recorded["degenerate"] is True
+    assert recorded["separable_fraction"] == glue.regime.separable_fraction < 1.0
+    assert recorded["saturated_fraction"] == glue.regime.saturated_fraction
+    bare = replace(glue, regime=None)
+    assert regime(bare) == {"degenerate": None, "separable_fraction": None, "saturated_fraction": None}
 
 
 def _model(i: int, arch: str, degenerate: bool, id_acc: float, train_acc: float = 1.0) -> dict[str, Any]:

@@ -111,6 +111,7 @@ def test_marker_value_invariants():
         "std": 0.1,
         "applicable": True,
         "reason": None,
+        "decidable": True,
     }
     na = MarkerValue.not_applicable("no logits")
     assert (na.value, na.applicable, na.reason) == (None, False, "no logits")
