@@ -10,9 +10,15 @@ content hash is never shown longer than ``SHORT_HASH`` characters: people tell m
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
+
+from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef, validate_model_ref
+
+if TYPE_CHECKING:
+    from app.db.models import Run
 
 NAME_CHARS = 128
 TAG_KEY_CHARS = 32
@@ -80,6 +86,26 @@ def short_hashes(text: str) -> str:
     return _HASH.sub(lambda m: m.group(0)[:SHORT_HASH], text)
 
 
-def label(name: str | None, filename: str | None, reference: str) -> str:
-    """What a candidate is called: its name, else its file name, else its (shortened) reference."""
-    return name or filename or short_hashes(reference)
+def reference_of(ref: TorchvisionRef | TimmRef | CheckpointRef) -> str:
+    """The short string a user would type for ``ref`` (see ``core.zoo.refs``), hashes shortened."""
+    if isinstance(ref, TorchvisionRef):
+        return f"tv:{ref.arch}.{ref.weights}"
+    if isinstance(ref, TimmRef):
+        return f"timm:{ref.name}"
+    if ref.library is None:
+        return short_hashes(f"ckpt:{ref.path}")
+    return short_hashes(f"{'tv' if ref.library == 'torchvision' else 'timm'}:{ref.architecture}@{ref.path}")
+
+
+def label(name: str | None, filename: str | None, ref: TorchvisionRef | TimmRef | CheckpointRef) -> str:
+    """What a candidate is called: its name, else its uploaded file's name, else its short reference."""
+    return name or filename or reference_of(ref)
+
+
+def run_label(run: Run, filenames: Mapping[str, str | None]) -> str:
+    """A stored run's label; ``filenames`` maps upload ids (sha256) to the client's file names."""
+    return label(run.name, filenames.get(run.weights_sha256), validate_model_ref(run.model_ref))
+
+
+def warnings_of(model_meta: Mapping[str, Any]) -> list[str]:
+    return [str(w) for w in model_meta.get("warnings", [])]

@@ -220,6 +220,9 @@ class Gate(Base):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     candidate_run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     baseline_run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    # How each side was called when the gate decided (``app.labels``): readable after its run is gone.
+    candidate_label: Mapped[str | None] = mapped_column(String(255))
+    baseline_label: Mapped[str | None] = mapped_column(String(255))
     candidate: Mapped[dict[str, Any]]
     baseline: Mapped[dict[str, Any]]
     dataset: Mapped[dict[str, Any]]

@@ -1,4 +1,5 @@
-"""names and tags: checkpoints, jobs and runs carry a name and tags; uploads carry preprocessing
+"""names and tags: checkpoints, jobs and runs carry a name and tags, gates their sides' labels;
+uploads carry preprocessing and a label space
 
 Revision ID: 0007
 Revises: 0006
@@ -41,9 +42,14 @@ def upgrade() -> None:
         sa.UniqueConstraint('run_id', 'key', name='uq_run_tags_run_id_key'),
     )
     op.create_index('ix_run_tags_key_value_run_id', 'run_tags', ['key', 'value', 'run_id'], unique=False)
+    op.add_column('gates', sa.Column('candidate_label', sa.String(length=255), nullable=True))
+    op.add_column('gates', sa.Column('baseline_label', sa.String(length=255), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('gates') as batch:
+        batch.drop_column('baseline_label')
+        batch.drop_column('candidate_label')
     op.drop_index('ix_run_tags_key_value_run_id', table_name='run_tags')
     op.drop_table('run_tags')
     op.drop_index(op.f('ix_runs_name'), table_name='runs')
