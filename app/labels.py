@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
 
+from core.errors import BadReference
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef, validate_model_ref
 
 if TYPE_CHECKING:
@@ -97,14 +98,20 @@ def reference_of(ref: TorchvisionRef | TimmRef | CheckpointRef) -> str:
     return short_hashes(f"{'tv' if ref.library == 'torchvision' else 'timm'}:{ref.architecture}@{ref.path}")
 
 
-def label(name: str | None, filename: str | None, ref: TorchvisionRef | TimmRef | CheckpointRef) -> str:
-    """What a candidate is called: its name, else its uploaded file's name, else its short reference."""
-    return name or filename or reference_of(ref)
+def stored_reference(model_ref: Mapping[str, Any]) -> str:
+    """The short reference of a stored run's model; a record older than today's reference grammar is
+    named by its source and path or name as stored."""
+    try:
+        return reference_of(validate_model_ref(dict(model_ref)))
+    except BadReference:
+        what = model_ref.get("path") or model_ref.get("name") or model_ref.get("arch") or "?"
+        return short_hashes(f"{model_ref.get('source', 'model')}:{what}")
 
 
-def run_label(run: Run, filenames: Mapping[str, str | None]) -> str:
-    """A stored run's label; ``filenames`` maps upload ids (sha256) to the client's file names."""
-    return label(run.name, filenames.get(run.weights_sha256), validate_model_ref(run.model_ref))
+def run_label(run: Run, filenames: Mapping[str, str | None], name: str | None = None) -> str:
+    """A stored run's label (``name``, when given, wins over the run's own); ``filenames`` maps upload
+    ids (sha256) to the client's file names."""
+    return name or run.name or filenames.get(run.weights_sha256) or stored_reference(run.model_ref)
 
 
 def warnings_of(model_meta: Mapping[str, Any]) -> list[str]:

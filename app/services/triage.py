@@ -24,7 +24,7 @@ from app.db.models import Gate, Job, Marker, Run
 from app.db.run_key import request_key
 from app.db.run_queries import markers_of, upload_filenames
 from app.db.triage_queries import newest_runs_by_request
-from app.labels import label, reference_of, warnings_of
+from app.labels import reference_of, run_label, stored_reference, warnings_of
 from app.references import AnyModelRef
 from app.schemas.jobs import JobRequest
 from app.schemas.scoring import ProtocolFields
@@ -67,7 +67,7 @@ from core.triage import (
     verdict,
 )
 from core.zoo import WeightsPair, v1_v2_pairs
-from core.zoo.refs import TorchvisionRef, validate_model_ref
+from core.zoo.refs import TorchvisionRef
 from core.zoo.torchvision_zoo import weights_enum
 
 V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
@@ -119,17 +119,17 @@ class Gathered:
         }
 
 
-def display_labels(session: Session, models: Mapping[str, Wanted], runs: Mapping[str, Run]) -> dict[str, str]:
-    """Each model's label (``app.labels.label``: the name given here, else its run's, else the upload's
-    file name, else the short reference); a label two models share is followed by the reference."""
+def display_labels(
+    session: Session, names: Mapping[str, str | None], runs: Mapping[str, Run]
+) -> dict[str, str]:
+    """Each run's label (``app.labels.run_label``: the name given in this request, else its run's, else
+    the upload's file name, else the short reference); a label two runs share is followed by the
+    reference."""
     filenames = upload_filenames(session, list(runs.values()))
-    labels = {
-        key: label(want.name or runs[key].name, filenames.get(runs[key].weights_sha256), want.model)
-        for key, want in models.items()
-    }
+    labels = {key: run_label(run, filenames, names.get(key)) for key, run in runs.items()}
     counts = Counter(labels.values())
     return {
-        key: f"{text} ({reference_of(models[key].model)})" if counts[text] > 1 else text
+        key: f"{text} ({stored_reference(runs[key].model_ref)})" if counts[text] > 1 else text
         for key, text in labels.items()
     }
 
@@ -330,7 +330,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
-    labels = display_labels(session, models, gathered.runs)
+    labels = display_labels(session, {key: want.name for key, want in models.items()}, gathered.runs)
     keys = {text: key for key, text in labels.items()}
     result = rank([gathered.record(key, labels[key]) for key in models], rule)
     entries = [
@@ -420,8 +420,7 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         return pending
     runs.update(gathered.runs)
     _check_same_sample(runs["candidate"], runs["baseline"])
-    sides = {side: models.get(side) or Wanted(validate_model_ref(r.model_ref)) for side, r in runs.items()}
-    labels = display_labels(session, sides, runs)
+    labels = display_labels(session, {side: want.name for side, want in models.items()}, runs)
     markers = markers_of(session, [runs["candidate"].id, runs["baseline"].id])
     candidate, baseline = (
         record_of(side, runs[side], markers[runs[side].id]) for side in ("candidate", "baseline")
