@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version as package_version
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
@@ -83,16 +84,31 @@ def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None
     (``worker.messages.public_message``): the details stay in the worker log."""
     log.info("job %s failed as %s: %s", job_id, code, message)
     with session_scope(settings.effective_database_url) as session:
+        public = _users_file_names(session, job_id, public_message(message))
         session.execute(
             update(Job)
             .where(Job.id == job_id, Job.status.in_([s.value for s in ACTIVE_STATUSES]))
             .values(
                 status=JobStatus.failed.value,
                 error_code=code[:64],
-                error_message=public_message(message),
+                error_message=public,
                 finished_at=datetime.now(UTC),
             )
         )
+
+
+def _users_file_names(session: Session, job_id: uuid.UUID, message: str) -> str:
+    """The message with the stored upload's name (``<sha256>.pt``) replaced by the name the user
+    uploaded it under: the only file name they know."""
+    job = session.get(Job, job_id)
+    model = job.request.get("model", {}) if job is not None else {}
+    if model.get("source") != "checkpoint":
+        return message
+    stored = Path(str(model.get("path", ""))).name
+    row = session.get(Checkpoint, stored.partition(".")[0])
+    if row is None or not row.filename or not stored:
+        return message
+    return message.replace(stored, row.filename)
 
 
 def compute(settings: Settings, claimed: Claimed) -> ScoreResult:

@@ -49,6 +49,14 @@ class Preprocess(BaseModel):
         return self
 
 
+# Named specs for ``zootriage export --preset``: torchvision's ImageNet evaluation, and MNIST's
+# usual normalisation (28×28 grey, the training set's mean and std of pixels in [0, 1]).
+PRESETS = {
+    "imagenet": Preprocess(),
+    "mnist": Preprocess(channels=1, crop=(28, 28), resize=None, mean=(0.1307,), std=(0.3081,)),
+}
+
+
 def from_torchvision(transforms: Any) -> Preprocess:
     """Read the numbers off a torchvision ``ImageClassification`` transform (``weights.transforms()``)."""
     crop = list(transforms.crop_size)
