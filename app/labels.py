@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from core.errors import BadReference
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef, validate_model_ref
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # app.db.models imports this module's bounds: it must not pull in core.zoo (torch)
     from app.db.models import Run
+    from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
 
 NAME_CHARS = 128
 TAG_KEY_CHARS = 32
@@ -89,6 +87,8 @@ def short_hashes(text: str) -> str:
 
 def reference_of(ref: TorchvisionRef | TimmRef | CheckpointRef) -> str:
     """The short string a user would type for ``ref`` (see ``core.zoo.refs``), hashes shortened."""
+    from core.zoo.refs import TimmRef, TorchvisionRef
+
     if isinstance(ref, TorchvisionRef):
         return f"tv:{ref.arch}.{ref.weights}"
     if isinstance(ref, TimmRef):
@@ -101,6 +101,9 @@ def reference_of(ref: TorchvisionRef | TimmRef | CheckpointRef) -> str:
 def stored_reference(model_ref: Mapping[str, Any]) -> str:
     """The short reference of a stored run's model; a record older than today's reference grammar is
     named by its source and path or name as stored."""
+    from core.errors import BadReference
+    from core.zoo.refs import validate_model_ref
+
     try:
         return reference_of(validate_model_ref(dict(model_ref)))
     except BadReference:
