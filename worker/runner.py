@@ -12,15 +12,17 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version as package_version
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
-from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Marker, Run
+from app.db.models import ACTIVE_STATUSES, Checkpoint, Job, JobStatus, Marker, Run, RunTag
 from app.db.run_key import reusable_by_request, run_key
 from app.db.session import session_scope
 from app.references import local_model, parse_request
@@ -29,6 +31,7 @@ from core.device import resolve_device
 from core.isolation import ChildLimits
 from core.markers import list_markers
 from core.scoring import EXTRACTION_VERSION, ScoreResult, score
+from core.zoo.loader import PROGRAM
 from worker.messages import public_message
 from worker.progress import ProgressWriter
 
@@ -46,6 +49,8 @@ class Claimed:
     request_key: str
     request: dict[str, Any]
     started: float
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
@@ -69,7 +74,9 @@ def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
         job.heartbeat_at = now
         job.attempts += 1
         job.error_code = job.error_message = None
-        return Claimed(job.id, job.request_key, dict(job.request), time.monotonic())
+        return Claimed(
+            job.id, job.request_key, dict(job.request), time.monotonic(), job.name, dict(job.tags or {})
+        )
 
 
 def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None:
@@ -77,16 +84,31 @@ def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None
     (``worker.messages.public_message``): the details stay in the worker log."""
     log.info("job %s failed as %s: %s", job_id, code, message)
     with session_scope(settings.effective_database_url) as session:
+        public = _users_file_names(session, job_id, public_message(message))
         session.execute(
             update(Job)
             .where(Job.id == job_id, Job.status.in_([s.value for s in ACTIVE_STATUSES]))
             .values(
                 status=JobStatus.failed.value,
                 error_code=code[:64],
-                error_message=public_message(message),
+                error_message=public,
                 finished_at=datetime.now(UTC),
             )
         )
+
+
+def _users_file_names(session: Session, job_id: uuid.UUID, message: str) -> str:
+    """The message with the stored upload's name (``<sha256>.pt``) replaced by the name the user
+    uploaded it under: the only file name they know."""
+    job = session.get(Job, job_id)
+    model = job.request.get("model", {}) if job is not None else {}
+    if model.get("source") != "checkpoint":
+        return message
+    stored = Path(str(model.get("path", ""))).name
+    row = session.get(Checkpoint, stored.partition(".")[0])
+    if row is None or not row.filename or not stored:
+        return message
+    return message.replace(stored, row.filename)
 
 
 def compute(settings: Settings, claimed: Claimed) -> ScoreResult:
@@ -106,7 +128,17 @@ def compute(settings: Settings, claimed: Claimed) -> ScoreResult:
     )
 
 
-def _run_row(claimed: Claimed, result: ScoreResult) -> Run:
+def _architecture(session: Session, result: ScoreResult) -> str:
+    """What the run is described as: the model's own architecture, or for a program that names none,
+    what its upload record says (the ``architecture`` given at upload)."""
+    architecture = result.model.architecture
+    if architecture == PROGRAM:
+        row = session.get(Checkpoint, result.weights_sha256)
+        architecture = (row.architecture if row is not None else None) or PROGRAM
+    return architecture
+
+
+def _run_row(claimed: Claimed, result: ScoreResult, architecture: str) -> Run:
     request = claimed.request
     key = run_key(result.weights_sha256, result.dataset_fingerprint, request["sampling"], request["protocol"])
     versions = {spec.name: spec.version for spec in list_markers()}
@@ -114,7 +146,9 @@ def _run_row(claimed: Claimed, result: ScoreResult) -> Run:
         run_key=key,
         request_key=claimed.request_key,
         model_ref=request["model"],
-        architecture=result.model.architecture,
+        name=claimed.name,
+        tags=[RunTag(key=key, value=value) for key, value in sorted(claimed.tags.items())],
+        architecture=architecture,
         weights_sha256=result.weights_sha256,
         dataset_ref=request["dataset"],
         dataset_fingerprint=result.dataset_fingerprint,
@@ -154,7 +188,7 @@ def store(settings: Settings, claimed: Claimed, result: ScoreResult) -> None:
     active = [s.value for s in ACTIVE_STATUSES]
     try:
         with session_scope(url) as session:
-            run = _run_row(claimed, result)
+            run = _run_row(claimed, result, _architecture(session, result))
             session.add(run)
             session.flush()
             session.execute(

@@ -7,12 +7,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
-from sqlalchemy import select
 
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
 from app.api.runs import run_detail
-from app.db.models import Job, Marker
+from app.db.models import Job
 from app.schemas.jobs import JobError, JobOut, JobRequest, Progress
 from app.schemas.runs import RunDetail
 from app.services import jobs as job_service
@@ -24,6 +23,8 @@ def job_out(job: Job) -> JobOut:
     error = JobError(code=job.error_code, message=job.error_message or "") if job.error_code else None
     return JobOut(
         id=job.id,
+        name=job.name,
+        tags=job.tags,
         status=job.status,
         progress=Progress(stage=job.stage, done=job.done, total=job.total),
         error=error,
@@ -56,9 +57,7 @@ def submit_job(
     """Queue a scoring job (202 + ``Location``), or return the run already computed for it (200)."""
     submitted = job_service.submit(session, settings, body, idempotency_key)
     if submitted.run is not None:
-        run = submitted.run
-        markers = session.scalars(select(Marker).where(Marker.run_id == run.id).order_by(Marker.name)).all()
-        return JSONResponse(run_detail(run, list(markers)).model_dump(mode="json"), status_code=200)
+        return JSONResponse(run_detail(session, submitted.run).model_dump(mode="json"), status_code=200)
     assert submitted.job is not None
     body_out = job_out(submitted.job).model_dump(mode="json")
     return JSONResponse(body_out, status_code=202, headers={"Location": f"/v1/jobs/{submitted.job.id}"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -13,13 +13,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep
 from app.api.errors import ApiError, responses
 from app.db.models import Marker, Run
-from app.db.run_queries import CREATED, PageKey, RunFilter, list_runs, marker_values
+from app.db.run_queries import CREATED, PageKey, RunFilter, list_runs, marker_values, upload_filenames
 from app.db.session import get_sessionmaker
+from app.labels import BadLabel, parse_tag, run_label, warnings_of
 from app.schemas.runs import MarkerOut, RunDetail, RunPage, RunSummary
 from core.markers import list_markers
 
@@ -39,12 +41,16 @@ class Format(StrEnum):
     csv = "csv"
 
 
-def _identity(run: Run) -> dict[str, Any]:
+def _identity(run: Run, filenames: Mapping[str, str | None]) -> dict[str, Any]:
     """The fields a run's summary and its detail share."""
     return {
         "id": run.id,
         "run_key": run.run_key,
         "created_at": run.created_at,
+        "label": run_label(run, filenames),
+        "name": run.name,
+        "tags": run.tag_map,
+        "warnings": warnings_of(run.model_meta),
         "architecture": run.architecture,
         "weights_sha256": run.weights_sha256,
         "dataset_fingerprint": run.dataset_fingerprint,
@@ -53,8 +59,15 @@ def _identity(run: Run) -> dict[str, Any]:
     }
 
 
-def _summary(run: Run, markers: dict[str, float | None]) -> RunSummary:
-    return RunSummary(**_identity(run), markers=markers)
+def _summary(run: Run, markers: dict[str, float | None], filenames: Mapping[str, str | None]) -> RunSummary:
+    return RunSummary(**_identity(run, filenames), markers=markers)
+
+
+def _tag_filter(tags: list[str]) -> tuple[tuple[str, str], ...]:
+    try:
+        return tuple(parse_tag(text) for text in tags)
+    except BadLabel as exc:
+        raise ApiError(422, "invalid_request", f"tag filter: {exc}") from None
 
 
 def _known_marker(name: str, what: str) -> str:
@@ -67,7 +80,8 @@ def _known_marker(name: str, what: str) -> str:
 def _csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> Iterator[str]:
     """Stream the whole filtered history in batches, one short transaction per batch."""
     names = [spec.name for spec in list_markers()]
-    head = ["id", "created_at", "architecture", "weights_sha256", "dataset_fingerprint", "run_key", *names]
+    identity = ["id", "created_at", "name", "tags", "architecture", "weights_sha256", "dataset_fingerprint"]
+    head = [*identity, "run_key", *names]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(head)
@@ -80,10 +94,10 @@ def _csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) ->
             markers = marker_values(session, [run.id for run in page])
         for run in page:
             values = markers[run.id]
-            base = [run.id, run.created_at.isoformat(), run.architecture or "", run.weights_sha256]
-            writer.writerow(
-                [*base, run.dataset_fingerprint, run.run_key, *(values.get(n, "") for n in names)]
-            )
+            tags = ",".join(f"{key}={value}" for key, value in run.tag_map.items())
+            base = [run.id, run.created_at.isoformat(), run.name or "", tags, run.architecture or ""]
+            content = [run.weights_sha256, run.dataset_fingerprint, run.run_key]
+            writer.writerow([*base, *content, *(values.get(n, "") for n in names)])
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
@@ -100,6 +114,11 @@ def get_runs(
     session: SessionDep,
     settings: SettingsDep,
     architecture: str | None = None,
+    name: Annotated[str | None, Query(max_length=128, description="runs with exactly this name")] = None,
+    tag: Annotated[
+        list[str] | None,
+        Query(max_length=16, description="key=value; repeat for several, every one must hold"),
+    ] = None,
     weights: Annotated[str | None, Query(description="weights sha256")] = None,
     dataset: Annotated[str | None, Query(description="dataset fingerprint")] = None,
     marker: Annotated[str | None, Query(pattern=MARKER_NAME, description="filter on this marker")] = None,
@@ -124,7 +143,8 @@ def get_runs(
     if sort != CREATED:
         _known_marker(sort, "sort")
     flt = RunFilter(
-        architecture, weights, dataset, marker, marker_min, marker_max, created_after, created_before
+        architecture, weights, dataset, marker, marker_min, marker_max, created_after, created_before, name,
+        _tag_filter(tag or []),
     )
     descending = order is Order.desc
     if output is Format.csv:
@@ -135,8 +155,9 @@ def get_runs(
     size = min(limit, settings.page_size_max)
     page, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=size, after=after)
     markers = marker_values(session, [run.id for run in page])
+    filenames = upload_filenames(session, page)
     return RunPage(
-        items=[_summary(run, markers[run.id]) for run in page],
+        items=[_summary(run, markers[run.id], filenames) for run in page],
         next_cursor=encode_cursor(next_key, sort, descending) if next_key else None,
     )
 
@@ -146,13 +167,13 @@ def get_run(run_id: uuid.UUID, session: SessionDep) -> RunDetail:
     run = session.get(Run, run_id)
     if run is None:
         raise ApiError(404, "run_not_found", f"no run {run_id}")
+    return run_detail(session, run)
+
+
+def run_detail(session: Session, run: Run) -> RunDetail:
     markers = session.scalars(select(Marker).where(Marker.run_id == run.id).order_by(Marker.name)).all()
-    return run_detail(run, list(markers))
-
-
-def run_detail(run: Run, markers: list[Marker]) -> RunDetail:
     return RunDetail(
-        **_identity(run),
+        **_identity(run, upload_filenames(session, [run])),
         sampling=run.sampling,
         protocol=run.protocol,
         model_meta=run.model_meta,

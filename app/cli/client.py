@@ -58,6 +58,8 @@ TriageRule = Annotated[
 ]
 Timeout = Annotated[float, typer.Option(help="seconds to wait for the answer")]
 AsJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
+RunName = Annotated[str | None, typer.Option("--name", help="a name for the run")]
+RunTags = Annotated[list[str] | None, typer.Option("--tag", help="key=value for the run, repeatable")]
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
@@ -106,25 +108,42 @@ class Client:
             raise ServiceError(f"{method} {path} answered {response.status_code} ({detail})")
         return response
 
-    def upload(self, path: Path, library: str | None, architecture: str | None) -> str:
-        """Upload a local weights file; the service names it by content, so re-uploads are free."""
-        fields = {k: v for k, v in (("library", library), ("architecture", architecture)) if v}
+    def upload(self, path: Path, library: str | None, architecture: str | None, **labels: str | None) -> str:
+        """Upload a local weights file; the service names it by content, so re-uploads are free.
+        ``labels`` are the other form fields (name, tags, preprocess, label_space)."""
+        given = {"library": library, "architecture": architecture, **labels}
+        fields = {k: v for k, v in given.items() if v}
         with path.open("rb") as handle:
             answer = self.call("POST", "/v1/checkpoints", files={"file": (path.name, handle)}, data=fields)
         return str(answer.json()["model_path"])
 
 
-def model_json(client: Client, text: str) -> dict[str, Any]:
-    """A model reference string as the API's JSON; a checkpoint naming a local file is uploaded first.
-    ``run:ID`` names a stored run (gates only)."""
+def model_json(client: Client, text: str, **labels: str | None) -> dict[str, Any]:
+    """A model reference string as the API's JSON; a checkpoint naming a local file is uploaded first
+    (with ``labels`` as its form fields). ``run:ID`` names a stored run (gates only)."""
     from core.zoo.refs import CheckpointRef, parse_model_ref
 
     if text.startswith("run:"):
         return {"source": "run", "id": text.removeprefix("run:")}
     ref = parse_model_ref(text)
     if isinstance(ref, CheckpointRef) and Path(ref.path).is_file():
-        ref = ref.model_copy(update={"path": client.upload(Path(ref.path), ref.library, ref.architecture)})
+        stored = client.upload(Path(ref.path), ref.library, ref.architecture, **labels)
+        ref = ref.model_copy(update={"path": stored})
     return ref.model_dump(mode="json", exclude_none=True)
+
+
+def tag_map(tags: list[str] | None) -> dict[str, str]:
+    """``--tag key=value`` options as the API's tags (the service checks the grammar)."""
+    pairs = [text.partition("=") for text in tags or []]
+    bad = [key for key, sep, _ in pairs if not sep]
+    if bad:
+        raise ServiceError(f"--tag {bad[0]!r}: expected key=value")
+    return {key: value for key, _, value in pairs}
+
+
+def _warn(label: str, warnings: list[str]) -> None:
+    for warning in warnings:
+        err.print(f"[yellow]warning[/yellow] {escape(label)}: {escape(warning)}")
 
 
 @dataclass(frozen=True)
@@ -250,14 +269,28 @@ def submit(
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
     repeats: Repeats = None,
+    name: RunName = None,
+    tag: RunTags = None,
+    preprocess: Annotated[
+        str | None, typer.Option(help="Preprocess JSON for an uploaded .pt2 (overrides its own)")
+    ] = None,
+    label_space: Annotated[str | None, typer.Option(help="label space of an uploaded file")] = None,
 ) -> None:
     """Queue a scoring job; prints the job id (or the run id when it was already computed)."""
     with _errors_exit():
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
-        answer = client.call("POST", "/v1/jobs", json={"model": model_json(client, model), **scoring.body()})
+        # The name and tags go on the job (so on its run): an upload's own fields are kept from its
+        # first upload, and a re-upload that says otherwise is refused.
+        labels = {"preprocess": preprocess, "label_space": label_space}
+        body = {
+            "model": model_json(client, model, **labels), **scoring.body(), "name": name, "tags": tag_map(tag)
+        }
+        answer = client.call("POST", "/v1/jobs", json=body)
         if answer.status_code == 200:
-            out.print(f"already computed: run {answer.json()['id']}")
+            run = answer.json()
+            out.print(f"already computed: run {run['id']} ({escape(run['label'])})")
+            _warn(run["label"], run["warnings"])
         else:
             out.print(f"queued: job {answer.json()['id']}")
 
@@ -276,13 +309,23 @@ def status(
             job = follow(client, [job_id], time.monotonic() + timeout)[0]
         else:
             job = client.call("GET", f"/v1/jobs/{job_id}").json()
-        out.print(f"job {job['id']}: {job['status']}" + (f", run {job['run_id']}" if job["run_id"] else ""))
+        named = f" ({escape(job['name'])})" if job["name"] else ""
+        ran = f", run {job['run_id']}" if job["run_id"] else ""
+        out.print(f"job {job['id']}{named}: {job['status']}{ran}")
+        if job["run_id"]:
+            run = client.call("GET", f"/v1/runs/{job['run_id']}").json()
+            tags = " ".join(f"{k}={v}" for k, v in run["tags"].items())
+            tagged = f" \\[{escape(tags)}]" if tags else ""
+            out.print(f"run {escape(run['label'])}: {escape(run['architecture'] or '-')}{tagged}")
+            _warn(run["label"], run["warnings"])
 
 
 def history(
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     architecture: Annotated[str | None, typer.Option(help="only this architecture")] = None,
+    name: Annotated[str | None, typer.Option(help="only runs with this name")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="only key=value runs; repeat: all must hold")] = None,
     sort: Annotated[str, typer.Option(help="created_at or a marker name")] = "created_at",
     limit: Annotated[int, typer.Option(min=1, help="rows (one page)")] = 20,
     as_json: AsJson = False,
@@ -294,6 +337,10 @@ def history(
         params: dict[str, Any] = {"sort": sort, "limit": limit}
         if architecture:
             params["architecture"] = architecture
+        if name:
+            params["name"] = name
+        if tag:
+            params["tag"] = tag
         if as_csv:
             sys.stdout.write(client.call("GET", "/v1/runs", params={**params, "format": "csv"}).text)
             return
@@ -302,11 +349,18 @@ def history(
             _print_json(page)
             return
         shown = ("dimension", "utilization", "id_accuracy", "logme")
-        table = Table("run", "created", "architecture", *shown)
+        table = Table("run", "created", "label", "architecture", "tags", *shown)
         for run in page["items"]:
-            values = [_fmt(run["markers"].get(name)) for name in shown]
-            table.add_row(run["id"][:8], run["created_at"][:19], run["architecture"] or "-", *values)
+            values = [_fmt(run["markers"].get(marker)) for marker in shown]
+            tags = " ".join(f"{k}={v}" for k, v in run["tags"].items())
+            label = escape(run["label"]) + (" [yellow](!)[/yellow]" if run["warnings"] else "")
+            table.add_row(
+                run["id"][:8], run["created_at"][:19], label, escape(run["architecture"] or "-"),
+                escape(tags), *values,
+            )
         out.print(table)
+        if any(run["warnings"] for run in page["items"]):
+            err.print("[yellow](!)[/yellow] runs with warnings: see `zootriage status` or --json")
 
 
 def recommend(
@@ -347,6 +401,8 @@ def recommend(
                 *(_fmt(markers.get(n)) for n in ("dimension", "utilization", "id_accuracy")),
             )
         out.print(table)
+        for side in ("v1", "v2"):
+            _warn(answer[side]["label"], answer[side]["warnings"])
         out.print(f"verdict: [bold]{answer['verdict']}[/bold] ({escape(answer['reason'])})")
         out.print(
             f"ImageNet accuracy picks {answer['id_accuracy_pick']}; "
@@ -402,6 +458,8 @@ def rank(
                 " ".join(flags),
             )
         out.print(table)
+        for entry in answer["entries"]:
+            _warn(entry["label"], entry["warnings"])
         out.print(
             f"{escape(answer['rule']['name'])} picks {escape(_fmt(answer['pick']))} "
             f"({escape(answer['reason'])}); ID accuracy picks "
@@ -456,7 +514,9 @@ def gate(
                 shown[r["status"]],
             )
         out.print(table)
-        out.print(f"gate {answer['id']}: {answer['status'].upper()} ({escape(answer['noise_test'])})")
+        sides = f"{escape(_fmt(answer['candidate_label']))} against {escape(_fmt(answer['baseline_label']))}"
+        verdict = f"{answer['status'].upper()} ({escape(answer['noise_test'])})"
+        out.print(f"gate {answer['id']}: {sides}: {verdict}")
         for line in dict.fromkeys(r["evidence"] for r in answer["rules"] if r.get("evidence")):
             out.print(f"evidence: {escape(line)}")
     for r in answer["rules"]:

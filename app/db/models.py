@@ -1,4 +1,4 @@
-"""The tables: uploaded checkpoints, jobs, runs and their markers, API keys.
+"""The tables: uploaded checkpoints, jobs, runs and their markers and tags, API keys.
 
 Markers are one row per (run, name) rather than a JSON blob so that the history can be filtered and
 sorted by any marker with an index. A run is identified by its run key (weights content hash, dataset
@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db.base import Base, BigId, JsonDoc, UtcDateTime
+from app.labels import NAME_CHARS, TAG_KEY_CHARS, TAG_VALUE_CHARS
 
 
 def utcnow() -> datetime:
@@ -59,6 +60,11 @@ class Checkpoint(Base):
     library: Mapped[str | None] = mapped_column(String(32))
     architecture: Mapped[str | None] = mapped_column(String(128))
     filename: Mapped[str | None] = mapped_column(String(255))
+    name: Mapped[str | None] = mapped_column(String(NAME_CHARS))
+    tags: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=text("'{}'"))
+    # Given at upload; a job on this checkpoint that gives none uses these (``app.services.inherit``).
+    preprocess: Mapped[dict[str, Any] | None]
+    label_space: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
 
 
@@ -73,6 +79,7 @@ class Run(Base):
     # The request key of the job that computed it: how the API finds a run without opening anything.
     request_key: Mapped[str | None] = mapped_column(String(64), index=True)
     model_ref: Mapped[dict[str, Any]]
+    name: Mapped[str | None] = mapped_column(String(NAME_CHARS), index=True)
     architecture: Mapped[str | None] = mapped_column(String(128), index=True)
     weights_sha256: Mapped[str] = mapped_column(String(64), index=True)
     dataset_ref: Mapped[dict[str, Any]]
@@ -89,6 +96,30 @@ class Run(Base):
     markers: Mapped[list[Marker]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="Marker.name", lazy="raise"
     )
+    tags: Mapped[list[RunTag]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="RunTag.key", lazy="selectin"
+    )
+
+    @property
+    def tag_map(self) -> dict[str, str]:
+        return {tag.key: tag.value for tag in self.tags}
+
+
+class RunTag(Base):
+    """One ``key=value`` label of a run; the (key, value, run_id) index answers a tag filter."""
+
+    __tablename__ = "run_tags"
+    __table_args__ = (
+        UniqueConstraint("run_id", "key", name="uq_run_tags_run_id_key"),
+        Index("ix_run_tags_key_value_run_id", "key", "value", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(TAG_KEY_CHARS))
+    value: Mapped[str] = mapped_column(String(TAG_VALUE_CHARS))
+
+    run: Mapped[Run] = relationship(back_populates="tags")
 
 
 class Marker(Base):
@@ -138,6 +169,9 @@ class Job(Base):
     request_key: Mapped[str] = mapped_column(String(64), index=True)
     run_key: Mapped[str | None] = mapped_column(String(64), index=True)
     request: Mapped[dict[str, Any]]
+    # The name and tags the run will carry: the job's own, else its checkpoint's (set at submit).
+    name: Mapped[str | None] = mapped_column(String(NAME_CHARS))
+    tags: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=text("'{}'"))
     idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
     request_hash: Mapped[str] = mapped_column(String(64))
     stage: Mapped[str | None] = mapped_column(String(32))
@@ -186,6 +220,9 @@ class Gate(Base):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     candidate_run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     baseline_run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    # How each side was called when the gate decided (``app.labels``): readable after its run is gone.
+    candidate_label: Mapped[str | None] = mapped_column(String(255))
+    baseline_label: Mapped[str | None] = mapped_column(String(255))
     candidate: Mapped[dict[str, Any]]
     baseline: Mapped[dict[str, Any]]
     dataset: Mapped[dict[str, Any]]

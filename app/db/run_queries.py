@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from app.db.models import Marker, Run
+from app.db.models import Checkpoint, Marker, Run, RunTag
 
 CREATED = "created_at"
 
@@ -30,6 +30,8 @@ class RunFilter:
     marker_max: float | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    name: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,12 @@ def _filtered(query: Select[Run, Any], flt: RunFilter) -> Select[Run, Any]:
         query = query.where(Run.created_at >= flt.created_after)
     if flt.created_before is not None:
         query = query.where(Run.created_at < flt.created_before)
+    if flt.name is not None:
+        query = query.where(Run.name == flt.name)
+    for key, value in flt.tags:  # every tag must hold: one indexed EXISTS each (ix_run_tags_key_value_run_id)
+        tagged = aliased(RunTag)
+        holds = [tagged.run_id == Run.id, tagged.key == key, tagged.value == value]
+        query = query.where(select(tagged.id).where(*holds).exists())
     if flt.marker is not None:
         bound = aliased(Marker)
         conditions = [bound.run_id == Run.id, bound.name == flt.marker, bound.value.is_not(None)]
@@ -118,3 +126,12 @@ def markers_of(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID
         for marker in session.scalars(select(Marker).where(Marker.run_id.in_(run_ids)).order_by(Marker.name)):
             grouped[marker.run_id].append(marker)
     return grouped
+
+
+def upload_filenames(session: Session, runs: Sequence[Run]) -> dict[str, str | None]:
+    """The client's file names of the uploads these runs scored, by upload id, in one query."""
+    ids = {run.weights_sha256 for run in runs if run.model_ref.get("source") == "checkpoint"}
+    if not ids:
+        return {}
+    query = select(Checkpoint.sha256, Checkpoint.filename).where(Checkpoint.sha256.in_(ids))
+    return {sha256: filename for sha256, filename in session.execute(query)}

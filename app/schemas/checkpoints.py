@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class CheckpointOut(BaseModel):
@@ -19,5 +20,9 @@ class CheckpointOut(BaseModel):
     format: str
     library: str | None
     architecture: str | None
-    filename: str | None
+    filename: str | None = Field(description="the client's file name")
+    name: str | None
+    tags: dict[str, str]
+    preprocess: dict[str, Any] | None = Field(description="given at upload; overrides the file's")
+    label_space: str | None
     created_at: datetime

@@ -7,13 +7,18 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.labels import Name, Tags
 from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
 from core.zoo.refs import ModelRef
 
 
 class JobRequest(BaseModel):
-    """What to score. ``model.path`` of a checkpoint model is the id of an upload (its sha256)."""
+    """What to score. ``model.path`` of a checkpoint model is the id of an upload (its sha256).
+
+    ``name`` and ``tags`` label the run (a checkpoint's own are used when the job gives none); they
+    are not part of what is computed, so a run already stored for the same request keeps its labels.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -21,6 +26,8 @@ class JobRequest(BaseModel):
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
     protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    name: Name | None = None
+    tags: Tags = Field(default_factory=dict, description="key=value labels, e.g. {\"team\": \"vision\"}")
 
 
 class Progress(BaseModel):
@@ -36,6 +43,8 @@ class JobError(BaseModel):
 
 class JobOut(BaseModel):
     id: uuid.UUID
+    name: str | None
+    tags: dict[str, str]
     status: str
     progress: Progress
     error: JobError | None

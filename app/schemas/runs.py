@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class MarkerOut(BaseModel):
@@ -26,6 +26,10 @@ class RunIdentity(BaseModel):
     id: uuid.UUID
     run_key: str
     created_at: datetime
+    label: str = Field(description="its name, else the uploaded file's name, else the short reference")
+    name: str | None
+    tags: dict[str, str]
+    warnings: list[str] = Field(description="what a reader should know, e.g. that no preprocessing was given")
     architecture: str | None
     weights_sha256: str
     dataset_fingerprint: str

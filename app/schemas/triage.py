@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.labels import Name, Tags
 from app.schemas.jobs import JobOut
 from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
@@ -57,10 +58,11 @@ class RuleUsed(BaseModel):
 class ScoredModel(BaseModel):
     """One model's stored run and its markers."""
 
-    label: str
+    label: str = Field(description="its name, else the uploaded file's name, else the short reference")
     model: dict[str, Any]
     run_id: uuid.UUID
     markers: dict[str, MarkerStat]
+    warnings: list[str] = Field(default_factory=list, description="e.g. that no preprocessing was given")
 
 
 # --- recommendations ---------------------------------------------------------------------------------
@@ -120,10 +122,27 @@ class RecommendationPage(BaseModel):
 AnyModel = Annotated[TorchvisionRef | TimmRef | CheckpointRef, Field(discriminator="source")]
 
 
+class NamedModel(BaseModel):
+    """A model with the name and tags its run gets (as in ``POST /v1/jobs``); the name labels it here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: AnyModel
+    name: Name | None = None
+    tags: Tags = Field(default_factory=dict)
+
+
+Candidate = Annotated[AnyModel | NamedModel, Field(union_mode="left_to_right")]
+
+
 class RankingRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    candidates: list[AnyModel] = Field(min_length=1, max_length=MAX_CANDIDATES)
+    candidates: list[Candidate] = Field(
+        min_length=1,
+        max_length=MAX_CANDIDATES,
+        description="model references, or {model, name, tags} to name a candidate",
+    )
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
     protocol: ProtocolFields = Field(default_factory=ProtocolFields)
@@ -169,7 +188,8 @@ class StoredRun(BaseModel):
     id: uuid.UUID
 
 
-Subject = Annotated[TorchvisionRef | TimmRef | CheckpointRef | StoredRun, Field(discriminator="source")]
+Reference = Annotated[TorchvisionRef | TimmRef | CheckpointRef | StoredRun, Field(discriminator="source")]
+Subject = Annotated[Reference | NamedModel, Field(union_mode="left_to_right")]
 
 
 class GateRequest(BaseModel):
@@ -219,6 +239,8 @@ class GateOut(BaseModel):
     noise_test: str
     candidate_run_id: uuid.UUID | None
     baseline_run_id: uuid.UUID | None
+    candidate_label: str | None = Field(description="the candidate's label when the gate decided")
+    baseline_label: str | None
     candidate: dict[str, Any]
     baseline: dict[str, Any]
     dataset: dict[str, Any]

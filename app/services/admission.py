@@ -52,8 +52,9 @@ def glue_cost(classes: int, sampling: Sampling, protocol: ProtocolFields) -> int
 
 
 def normalised_request(body: JobRequest) -> dict[str, Any]:
-    """The request as its request key hashes it (the model reference already canonical)."""
-    return body.model_dump(mode="json")
+    """The request as its request key hashes it (the model reference already canonical); a name and
+    tags label the answer but do not change it, so they are left out."""
+    return body.model_dump(mode="json", exclude={"name", "tags"})
 
 
 def admit(body: JobRequest, settings: Settings) -> Admitted:

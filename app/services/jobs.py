@@ -28,6 +28,7 @@ from app.db.run_key import canonical_json
 from app.queue import enqueue_score, revoke
 from app.schemas.jobs import JobRequest
 from app.services.admission import Admitted, admit
+from app.services.inherit import inherit
 from app.settings import Settings
 
 
@@ -66,7 +67,8 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
     request_hash = hashlib.sha256(canonical_json(body.model_dump(mode="json")).encode()).hexdigest()
     if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash)):
         return replayed
-    admitted = admit(body, settings)
+    inherited = inherit(session, body)
+    admitted = admit(inherited.body, settings)
     key = admitted.request_key
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
@@ -78,6 +80,8 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         request_hash=request_hash,
         idempotency_key=idempotency_key,
         status=JobStatus.queued.value,
+        name=inherited.name,
+        tags=inherited.tags,
     )
     session.add(job)
     try:

@@ -10,8 +10,9 @@ A job that failed is queued again on the next ask; clients should watch the jobs
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -21,8 +22,9 @@ from app.api.errors import ApiError
 from app.api.jobs import job_out
 from app.db.models import Gate, Job, Marker, Run
 from app.db.run_key import request_key
-from app.db.run_queries import markers_of
+from app.db.run_queries import markers_of, upload_filenames
 from app.db.triage_queries import newest_runs_by_request
+from app.labels import reference_of, run_label, stored_reference, warnings_of
 from app.references import AnyModelRef
 from app.schemas.jobs import JobRequest
 from app.schemas.scoring import ProtocolFields
@@ -31,6 +33,7 @@ from app.schemas.triage import (
     GateOut,
     GateRequest,
     MarkerStat,
+    NamedModel,
     Pending,
     RankedOut,
     RankingOut,
@@ -64,7 +67,7 @@ from core.triage import (
     verdict,
 )
 from core.zoo import WeightsPair, v1_v2_pairs
-from core.zoo.refs import TimmRef, TorchvisionRef
+from core.zoo.refs import TorchvisionRef
 from core.zoo.torchvision_zoo import weights_enum
 
 V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
@@ -80,8 +83,23 @@ class Scoring:
 
 
 @dataclass(frozen=True)
+class Wanted:
+    """A model a triage answer needs, with the name and tags its run gets when it is queued."""
+
+    model: AnyModelRef
+    name: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def wanted(subject: AnyModelRef | NamedModel) -> Wanted:
+    if isinstance(subject, NamedModel):
+        return Wanted(subject.model, subject.name, subject.tags)
+    return Wanted(subject)
+
+
+@dataclass(frozen=True)
 class Gathered:
-    """The stored runs by label, and the jobs still computing the others."""
+    """The stored runs by key, and the jobs still computing the others."""
 
     runs: dict[str, Run]
     jobs: list[Job]
@@ -90,15 +108,30 @@ class Gathered:
     def pending(self) -> Pending | None:
         return Pending(jobs=[job_out(job) for job in self.jobs]) if self.jobs else None
 
-    def record(self, label: str) -> MarkerRecord:
-        run = self.runs[label]
+    def record(self, key: str, label: str) -> MarkerRecord:
+        run = self.runs[key]
         return record_of(label, run, self.markers[run.id])
 
-    def stats(self, label: str) -> dict[str, MarkerStat]:
+    def stats(self, key: str) -> dict[str, MarkerStat]:
         return {
             m.name: MarkerStat(value=m.value, std=m.std, decidable=m.decidable, reason=m.reason)
-            for m in self.markers[self.runs[label].id]
+            for m in self.markers[self.runs[key].id]
         }
+
+
+def display_labels(
+    session: Session, names: Mapping[str, str | None], runs: Mapping[str, Run]
+) -> dict[str, str]:
+    """Each run's label (``app.labels.run_label``: the name given in this request, else its run's, else
+    the upload's file name, else the short reference); a label two runs share is followed by the
+    reference."""
+    filenames = upload_filenames(session, list(runs.values()))
+    labels = {key: run_label(run, filenames, names.get(key)) for key, run in runs.items()}
+    counts = Counter(labels.values())
+    return {
+        key: f"{text} ({stored_reference(runs[key].model_ref)})" if counts[text] > 1 else text
+        for key, text in labels.items()
+    }
 
 
 def record_of(label: str, run: Run, markers: list[Marker]) -> MarkerRecord:
@@ -137,34 +170,22 @@ def rule_used(rule: Rule, protocol: ProtocolFields) -> RuleUsed:
     )
 
 
-def label_of(ref: AnyModelRef) -> str:
-    """The short string a user would type for ``ref`` (see ``core.zoo.refs``): names candidates."""
-    if isinstance(ref, TorchvisionRef):
-        return f"tv:{ref.arch}.{ref.weights}"
-    if isinstance(ref, TimmRef):
-        return f"timm:{ref.name}"
-    if ref.library is None:
-        return f"ckpt:{ref.path}"
-    return f"{'tv' if ref.library == 'torchvision' else 'timm'}:{ref.architecture}@{ref.path}"
-
-
-def _request(model: AnyModelRef, scoring: Scoring) -> JobRequest:
+def _request(want: Wanted, scoring: Scoring) -> JobRequest:
     return JobRequest(
-        model=model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol
+        model=want.model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol,
+        name=want.name, tags=dict(want.tags),
     )
 
 
-def gather(
-    session: Session, settings: Settings, models: Mapping[str, AnyModelRef], scoring: Scoring
-) -> Gathered:
+def gather(session: Session, settings: Settings, models: Mapping[str, Wanted], scoring: Scoring) -> Gathered:
     """Each model's stored run, or its job (queued now or already running). Two labels naming the same
     weights (``DEFAULT`` and the member it stands for) share one job."""
     runs: dict[str, Run] = {}
     jobs: dict[uuid.UUID, Job] = {}
-    for label, model in models.items():
-        submitted = job_service.submit(session, settings, _request(model, scoring), None)
+    for key, want in models.items():
+        submitted = job_service.submit(session, settings, _request(want, scoring), None)
         if submitted.run is not None:
-            runs[label] = submitted.run
+            runs[key] = submitted.run
         elif submitted.job is not None:
             jobs[submitted.job.id] = submitted.job
     markers = markers_of(session, [run.id for run in runs.values()]) if not jobs else {}
@@ -220,10 +241,10 @@ def recommend(
 ) -> Pending | Recommendation:
     pair = pair_of(arch)
     refs = {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
-    gathered = gather(session, settings, refs, scoring)
+    gathered = gather(session, settings, {key: Wanted(ref) for key, ref in refs.items()}, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
-    result = verdict(gathered.record(V1), gathered.record(V2), rule)
+    result = verdict(gathered.record(V1, V1), gathered.record(V2, V2), rule)
     by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
 
     def weights_out(weights: str, acc1: float | None) -> WeightsOut:
@@ -232,6 +253,7 @@ def recommend(
             model=refs[weights].model_dump(mode="json"),
             run_id=gathered.runs[weights].id,
             markers=gathered.stats(weights),
+            warnings=warnings_of(gathered.runs[weights].model_meta),
             weights=weights,
             imagenet_acc1=acc1,
         )
@@ -257,7 +279,7 @@ def recommendations_so_far(
     request key) has ``verdict=None``."""
     keys = {
         (arch, weights): request_key(
-            normalised_request(_request(TorchvisionRef(arch=arch, weights=weights), scoring))
+            normalised_request(_request(Wanted(TorchvisionRef(arch=arch, weights=weights)), scoring))
         )
         for arch in architectures
         for weights in (V1, V2)
@@ -295,23 +317,29 @@ def recommendations_so_far(
 
 def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pending | RankingOut:
     rule = triage_rule(body.rule)
-    models: dict[str, AnyModelRef] = {}
-    for ref in body.candidates:
-        label = label_of(ref)
-        if label in models:
-            raise ApiError(422, "duplicate_candidates", f"candidate {label} is listed more than once")
-        models[label] = ref
+    models: dict[str, Wanted] = {}
+    for candidate in body.candidates:
+        want = wanted(candidate)
+        key = want.model.model_dump_json()
+        if key in models:
+            raise ApiError(
+                422, "duplicate_candidates", f"candidate {reference_of(want.model)} is listed more than once"
+            )
+        models[key] = want
     scoring = Scoring(body.dataset, body.sampling, body.protocol)
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
-    result = rank([gathered.record(label) for label in models], rule)
+    labels = display_labels(session, {key: want.name for key, want in models.items()}, gathered.runs)
+    keys = {text: key for key, text in labels.items()}
+    result = rank([gathered.record(key, labels[key]) for key in models], rule)
     entries = [
         RankedOut(
             label=e.name,
-            model=models[e.name].model_dump(mode="json"),
-            run_id=gathered.runs[e.name].id,
-            markers=gathered.stats(e.name),
+            model=models[keys[e.name]].model.model_dump(mode="json"),
+            run_id=gathered.runs[keys[e.name]].id,
+            markers=gathered.stats(keys[e.name]),
+            warnings=warnings_of(gathered.runs[keys[e.name]].model_meta),
             rank=e.rank,
             front=e.front,
             unrankable=e.unrankable,
@@ -380,18 +408,19 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         raise ApiError(422, "invalid_rule", str(exc)) from None
     scoring = Scoring(body.dataset, body.sampling, body.protocol)
     runs: dict[str, Run] = {}
-    models: dict[str, AnyModelRef] = {}
+    models: dict[str, Wanted] = {}
     for side, subject in (("candidate", body.candidate), ("baseline", body.baseline)):
         if isinstance(subject, StoredRun):
             runs[side] = _stored_run(session, subject, side)
             _check_scored_alike(runs[side], side, scoring)
         else:
-            models[side] = subject
+            models[side] = wanted(subject)
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
     runs.update(gathered.runs)
     _check_same_sample(runs["candidate"], runs["baseline"])
+    labels = display_labels(session, {side: want.name for side, want in models.items()}, runs)
     markers = markers_of(session, [runs["candidate"].id, runs["baseline"].id])
     candidate, baseline = (
         record_of(side, runs[side], markers[runs[side].id]) for side in ("candidate", "baseline")
@@ -401,6 +430,8 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
     row = Gate(
         candidate_run_id=runs["candidate"].id,
         baseline_run_id=runs["baseline"].id,
+        candidate_label=labels["candidate"],
+        baseline_label=labels["baseline"],
         candidate=body.candidate.model_dump(mode="json"),
         baseline=body.baseline.model_dump(mode="json"),
         dataset=body.dataset.model_dump(mode="json"),
@@ -430,6 +461,8 @@ def gate_out(row: Gate) -> GateOut:
         noise_test=TEST,
         candidate_run_id=row.candidate_run_id,
         baseline_run_id=row.baseline_run_id,
+        candidate_label=row.candidate_label,
+        baseline_label=row.baseline_label,
         candidate=row.candidate,
         baseline=row.baseline,
         dataset=row.dataset,

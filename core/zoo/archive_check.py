@@ -314,3 +314,15 @@ def _safetensors_entry(entry: Any, key: str, name: str) -> int:
     if not 0 <= start <= end or end - start != numel * SAFETENSORS_DTYPES[entry["dtype"]]:
         raise bad
     return int(end)
+
+
+METADATA_BYTES = 64 * 1024
+
+
+def program_extra(path: Path, display_name: str, member: str) -> bytes | None:
+    """The bytes of the extra file ``member`` of a ``.pt2`` that passed ``check_file``, read by zipfile
+    alone (at most ``METADATA_BYTES``), or None when the program carries none: how the API reads a
+    program's description without a torch loader."""
+    archive = _Zip(path, path.stat().st_size, display_name, Bounds())
+    wanted = archive.root() + "extra/" + member
+    return archive.read(wanted, METADATA_BYTES) if wanted in archive.infos else None

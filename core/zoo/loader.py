@@ -19,6 +19,7 @@ from core.zoo.state_dicts import head_classes, load_strict, replace_head
 from core.zoo.weights import read_state_dict, sha256_file
 
 IMAGENET_1K = "imagenet-1k"
+PROGRAM = "torch.export"  # the architecture of a program that does not name its own
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class ModelInfo:
     num_classes: int
     label_space: str | None
     penultimate: str
+    # What the run's reader should know, e.g. that no preprocessing was given (core.zoo.programs).
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,8 +124,8 @@ def _program(ref: CheckpointRef) -> LoadedModel:
     check_file(path, path.name)
     program = load_program(path, ref.penultimate_node, ref.preprocess, ref.label_space)
     return _loaded(
-        program.module, program.preprocess, path, "checkpoint", "torch.export", path.name, None,
-        program.label_space, program.penultimate,
+        program.module, program.preprocess, path, "checkpoint", program.architecture or PROGRAM, path.name,
+        None, program.label_space, program.penultimate, program.warnings,
     )
 
 
@@ -141,7 +144,7 @@ def _timm_classes(model: nn.Module) -> int:
 
 def _loaded(
     module: nn.Module, preprocess: Preprocess, path: Path, source: str, architecture: str, weights: str,
-    acc1: float | None, label_space: str | None, penultimate: str,
+    acc1: float | None, label_space: str | None, penultimate: str, warnings: tuple[str, ...] = (),
 ) -> LoadedModel:
     info = ModelInfo(
         source=source,
@@ -152,6 +155,7 @@ def _loaded(
         num_classes=_logit_count(module, preprocess),
         label_space=label_space,
         penultimate=penultimate,
+        warnings=warnings,
     )
     return LoadedModel(module, preprocess, info, sha256_file(path))
 

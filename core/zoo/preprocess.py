@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
+# Bounds every size a spec declares before an image of that size is allocated (crop, resize).
+MAX_SIDE = 2048
+
 Interpolation = Literal["nearest", "bilinear", "bicubic"]
 
 
@@ -41,7 +44,17 @@ class Preprocess(BaseModel):
         too_small = min(self.crop) < 1 or any(size < 1 for size in sizes)
         if too_small or any(s <= 0 for s in self.std):
             raise ValueError("std, crop and resize must be positive")
+        if max(self.crop) > MAX_SIDE or any(size > MAX_SIDE for size in sizes):
+            raise ValueError(f"crop and resize are at most {MAX_SIDE} pixels a side")
         return self
+
+
+# Named specs for ``zootriage export --preset``: torchvision's ImageNet evaluation, and MNIST's
+# usual normalisation (28×28 grey, the training set's mean and std of pixels in [0, 1]).
+PRESETS = {
+    "imagenet": Preprocess(),
+    "mnist": Preprocess(channels=1, crop=(28, 28), resize=None, mean=(0.1307,), std=(0.3081,)),
+}
 
 
 def from_torchvision(transforms: Any) -> Preprocess:

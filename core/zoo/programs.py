@@ -1,13 +1,14 @@
 """``torch.export`` programs (``.pt2``): any architecture, no code from the user.
 
 A program carries its graph and weights; ``torch.export.save(..., extra_files={"zootriage.json": ...})``
-may add ``{"preprocess": {...}, "label_space": "..."}``. With no preprocessing given anywhere, the
-program's input shape sets channels and size, and pixels are only scaled to [0, 1].
+may add its preprocessing, label space and architecture (``core.zoo.program_metadata``). With no
+preprocessing given anywhere, the program's input shape sets channels and size, pixels are only scaled
+to [0, 1], and the program says so in ``Program.warnings``: a plain export is then scored with
+preprocessing it was probably not trained with, which moves every marker.
 """
 
 from __future__ import annotations
 
-import json
 import pickle
 import zipfile
 from collections.abc import Iterator
@@ -26,8 +27,12 @@ from torch.export.pt2_archive import _package
 from core.errors import BadCheckpoint, CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
 from core.zoo.penultimate import exported_penultimate
 from core.zoo.preprocess import Preprocess
+from core.zoo.program_metadata import METADATA_FILE, ProgramMetadata, parse_metadata
 
-METADATA_FILE = "zootriage.json"
+NO_PREPROCESS = (
+    "no preprocessing given: pixels scaled to [0,1] at the program's input size; pass preprocess=... "
+    "(at upload, in the job's model, or in the program's zootriage.json)"
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class Program:
     preprocess: Preprocess
     penultimate: str
     label_space: str | None
+    architecture: str | None
+    warnings: tuple[str, ...]
 
 
 def load_program(
@@ -45,23 +52,25 @@ def load_program(
     program, saved = _read(path)
     graph_module, node = exported_penultimate(program, node_name)
     shape = _input_shape(graph_module)
-    try:
-        chosen = preprocess or (
-            Preprocess.model_validate(saved["preprocess"]) if "preprocess" in saved
-            else Preprocess(
+    chosen = preprocess or saved.preprocess
+    warnings = () if chosen is not None else (NO_PREPROCESS,)
+    if chosen is None:
+        try:
+            chosen = Preprocess(
                 channels=shape[1], crop=(shape[2], shape[3]), resize=None, mean=(0.0,) * shape[1],
                 std=(1.0,) * shape[1],
             )
-        )
-    except ValidationError as exc:
-        raise BadCheckpoint(f"{path.name}: no usable preprocessing for input {shape} ({exc})") from exc
+        except ValidationError as exc:
+            raise BadCheckpoint(f"{path.name}: no usable preprocessing for input {shape} ({exc})") from exc
     fed = (chosen.channels, *chosen.crop)
     if any(want is not None and want != got for want, got in zip(shape[1:], fed, strict=True)):
         raise BadCheckpoint(
             f"{path.name}: the program takes (N, C, H, W) = {shape}, its preprocessing gives {fed}"
         )
     module: nn.Module = FixedBatch(graph_module, shape[0]) if isinstance(shape[0], int) else graph_module
-    return Program(module, chosen, node, label_space or saved.get("label_space"))
+    return Program(
+        module, chosen, node, label_space or saved.label_space, saved.architecture, warnings
+    )
 
 
 class FixedBatch(nn.Module):
@@ -82,7 +91,7 @@ class FixedBatch(nn.Module):
         return torch.cat([o[0] for o in outs]), torch.cat([o[1] for o in outs])
 
 
-def _read(path: Path) -> tuple[torch.export.ExportedProgram, dict[str, Any]]:
+def _read(path: Path) -> tuple[torch.export.ExportedProgram, ProgramMetadata]:
     if not path.is_file():
         raise NotACheckpoint(f"{path.name}: no such file")
     with open(path, "rb") as f:
@@ -100,11 +109,7 @@ def _read(path: Path) -> tuple[torch.export.ExportedProgram, dict[str, Any]]:
                 f"{path.name}: the program holds pickled objects that need code to load, refused"
             ) from exc
         raise BadCheckpoint(f"{path.name}: not a loadable torch.export program ({exc})") from exc
-    try:
-        saved = json.loads(extra[METADATA_FILE]) if extra[METADATA_FILE] else {}
-    except ValueError as exc:
-        raise BadCheckpoint(f"{path.name}: its {METADATA_FILE} is not JSON") from exc
-    return program, saved
+    return program, parse_metadata(extra[METADATA_FILE], path.name)
 
 
 class _Refused(pickle.UnpicklingError):

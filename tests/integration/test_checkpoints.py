@@ -59,7 +59,9 @@ def test_a_state_dict_is_checked_against_its_architecture_when_a_job_loads_it(
     assert job["status"] == "failed"
     assert job["error"]["code"] == "checkpoint_key_mismatch", job
     message = job["error"]["message"]
-    assert message.startswith(f"{accepted.json()['id']}.pt does not fit ResNet: missing keys: ")
+    # Named by the file the user uploaded, never by the stored <sha256>.pt they have not seen.
+    assert message.startswith("sn.pt does not fit ResNet: missing keys: "), message
+    assert accepted.json()["id"] not in message
     assert "unexpected keys: " in message and "(+" in message  # the first few, then a count
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,8 @@ def test_gate_passes_and_fails_with_exit_codes(
     )
     assert passing.returncode == 0, passing.stderr
     assert "PASSED" in passing.stdout and "dimension: max 1000" in passing.stdout
+    # Uploaded files are called by the names they were uploaded under, never by their hashes.
+    assert "lenet5_advtrained.pt2 against lenet5_clntrained.pt2" in passing.stdout
     assert "evidence: study 2026-11-30/default" in passing.stdout
 
     failing = zootriage(
@@ -148,12 +151,20 @@ def test_submit_status_and_history(
     again = zootriage(triage_stack, "submit", checkpoints[0], *SCORING)  # scored by the gate test
     assert again.returncode == 0, again.stderr
     assert "already computed: run" in again.stdout
-    queued = zootriage(triage_stack, "submit", checkpoints[0], *SCORING[:-1], "11")
-    assert queued.returncode == 0 and "queued: job" in queued.stdout
+    named = ["--name", "adv lenet", "--tag", "team=robust", "--tag", "stage=cli"]
+    queued = zootriage(triage_stack, "submit", checkpoints[0], *SCORING[:-1], "11", *named)
+    assert queued.returncode == 0 and "queued: job" in queued.stdout, queued.stderr
     job_id = queued.stdout.split("queued: job")[1].split()[0]
     status = zootriage(triage_stack, "status", job_id)
     assert status.returncode == 0, status.stderr
-    assert f"job {job_id}: succeeded, run" in status.stdout
+    assert f"job {job_id} (adv lenet): succeeded, run" in status.stdout
+    assert "run adv lenet: torch.export [stage=cli team=robust]" in status.stdout
+    tagged = zootriage(triage_stack, "history", "--tag", "team=robust", "--tag", "stage=cli")
+    assert tagged.returncode == 0 and "adv lenet" in tagged.stdout and "team=robust" in tagged.stdout
+    assert zootriage(triage_stack, "history", "--tag", "team=other").stdout.count("adv lenet") == 0
+    bad_tag = zootriage(triage_stack, "history", "--tag", "Team")
+    assert bad_tag.returncode == 2 and "not key=value" in bad_tag.stderr
+    no_traceback(bad_tag)
 
     as_json = json.loads(zootriage(triage_stack, "history", "--json", "--limit", "100").stdout)
     assert len(as_json["items"]) >= 3
@@ -171,6 +182,10 @@ def test_rank_and_recommend_wait_for_their_jobs(
     assert ranked.returncode == 0, ranked.stderr
     entries = json.loads(ranked.stdout)["entries"]
     assert len(entries) == 2 and all(entry["rank"] is not None for entry in entries)
+    assert {entry["label"] for entry in entries} == {"lenet5_advtrained.pt2", "lenet5_clntrained.pt2"}
+    table = zootriage(triage_stack, "rank", *checkpoints, *SCORING)
+    assert table.returncode == 0 and "lenet5_clntrained.pt2" in table.stdout
+    assert not re.search(r"[0-9a-f]{64}", table.stdout)
 
     for seed, weights in enumerate(("IMAGENET1K_V1", "IMAGENET1K_V2")):
         place_torchvision_weights(triage_stack.torch_home, "mobilenet_v2", weights, seed)
