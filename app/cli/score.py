@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from core.markers.protocol import Centering
     from core.scoring import ScoreResult
 
 BAD_INPUT = 2
@@ -57,7 +58,9 @@ def score(
         model_ref = parse_model_ref(model)
         dataset_ref = parse_dataset_ref(dataset)
         sampling = Sampling(classes=classes, per_class=per_class or None, seed=seed, split=split)
-        protocol = Protocol(points_per_class=points_per_class, n_t=n_t, seed=seed, centering=centering)
+        protocol = Protocol(
+            points_per_class=points_per_class, n_t=n_t, seed=seed, centering=cast("Centering", centering)
+        )
         with _progress(err) as report:
             result = run_score(
                 model_ref,
@@ -96,7 +99,7 @@ class _progress:
             console=console,
             transient=False,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __enter__(self) -> _progress:
         self.bar.__enter__()
