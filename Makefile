@@ -24,7 +24,7 @@ lint: install
 	$(BIN)/ruff check .
 
 typecheck: install
-	$(BIN)/mypy core
+	$(BIN)/mypy core app worker
 
 unit: install
 	$(BIN)/pytest tests/unit
