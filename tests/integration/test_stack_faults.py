@@ -149,15 +149,17 @@ def test_a_job_queued_across_a_redis_restart_still_runs(
 
 
 def test_cancel_during_the_marker_stage_frees_the_worker(faulty: Stack, mnist_program: Path) -> None:
-    """A million GLUE repeats would keep the worker for hours; the cancel check stops them."""
+    """The most GLUE work a request may ask for (100 repeats of 20,000 draws) would keep the worker for
+    minutes; the cancel check stops it within a step."""
     http = http_for(faulty)
     faulty.env.pop(PAUSE, None)
     endless = small_job(http, mnist_program, seed=23)
-    endless["protocol"]["repeats"] = 10**6
+    endless["protocol"].update(repeats=REPEATS_MAX, n_t=20_000)
     faulty.start_worker()
     faulty.wait_worker_ready()
     try:
         posted = http.post("/v1/jobs", json=endless)
+        assert posted.status_code == 202, posted.text
         location = posted.headers["location"]
         wait_for(http, location, "running", stage="markers")
         time.sleep(1)  # well inside GLUE's repeats
