@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
 from sqlalchemy import select
 
-from app.api.cursor import CURSOR_MAX, decode_cursor, encode_cursor
+from app.api.cursor import CURSOR_MAX, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep
 from app.api.errors import ApiError
 from app.api.runs import MARKER_NAME, csv_rows, history_filter
@@ -47,6 +47,7 @@ def history(
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     cursor: Annotated[str | None, Query(max_length=CURSOR_MAX)] = None,
     cols: Annotated[list[str] | None, Query(max_length=64)] = None,
+    limit: PageLimit = PAGE,
 ) -> HTMLResponse:
     names = [spec.name for spec in list_markers()]
     columns = [c for c in (cols or DEFAULT_COLUMNS) if c in names]
@@ -59,6 +60,7 @@ def history(
         "max": _blank_to_none(marker_max),
         "sort": sort,
         "order": order,
+        "limit": str(limit) if limit != PAGE else None,
     }
     context = {"params": params, "names": names, "columns": columns, "runs": [], "markers": {}}
     try:
@@ -67,10 +69,12 @@ def history(
         flt = history_filter(flt, sort)
         descending = order == "desc"
         after = decode_cursor(cursor, sort, descending) if cursor else None
-        runs, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=PAGE, after=after)
+        size = min(limit, settings.page_size_max)
+        runs, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=size, after=after)
     except ApiError as exc:
         return render(request, "runs.html", {**context, "error": exc}, status=exc.status)
     query = [(k, v) for k, v in params.items() if v is not None] + [("cols", c) for c in columns]
+    csv_query = [(k, v) for k, v in query if k != "limit"]
     next_url = None
     if next_key is not None:
         next_url = "/runs?" + urlencode([*query, ("cursor", encode_cursor(next_key, sort, descending))])
@@ -78,7 +82,7 @@ def history(
         runs=runs,
         markers=marker_values(session, [run.id for run in runs]),
         next_url=next_url,
-        csv_url="/runs.csv?" + urlencode(query),
+        csv_url="/runs.csv?" + urlencode(csv_query),
         first_page=cursor is None,
         query=urlencode(query),
     )
