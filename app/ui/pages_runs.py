@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -62,7 +62,8 @@ def history(
         "order": order,
         "limit": str(limit) if limit != PAGE else None,
     }
-    context = {"params": params, "names": names, "columns": columns, "runs": [], "markers": {}}
+    context: dict[str, Any] = {"params": params, "names": names, "columns": columns}
+    context.update(runs=[], markers={})
     try:
         bounds = (params["marker"], _bound(params["min"], "min"), _bound(params["max"], "max"))
         flt = RunFilter(params["architecture"], params["weights"], params["dataset"], *bounds)

@@ -65,6 +65,20 @@ def scored(stack: Stack, digit_programs: dict[str, Path], database_url: str) -> 
 
 
 @pytest.fixture(scope="module")
+def gate_id(stack: Stack, scored: list[str]) -> str:
+    """A gate decided from stored runs alone (the first run against itself: the same sample)."""
+    same = {"source": "run", "id": scored[0]}
+    body = {
+        "candidate": same, "baseline": same, "dataset": {"source": "builtin", "name": "mnist"},
+        "sampling": {"per_class": 20, "split": "test", "seed": 0}, "protocol": {"n_t": 50, "seed": 0},
+        "rules": ["dimension: max_relative_drop 0.05", "id_accuracy: min 0.9"],
+    }
+    decided = httpx.post(f"{stack.base_url}/v1/gates", json=body, timeout=60)
+    assert decided.status_code in {200, 201}, decided.text
+    return str(decided.json()["id"])
+
+
+@pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
@@ -85,7 +99,7 @@ def _visit(watched: Watched, url: str, shots: Path, name: str) -> None:
 
 
 def test_every_page_loads_offline_without_errors(
-    stack: Stack, scored: list[str], browser_page: Watched, shots: Path
+    stack: Stack, scored: list[str], gate_id: str, browser_page: Watched, shots: Path
 ) -> None:
     base, page = stack.base_url, browser_page.page
     _visit(browser_page, f"{base}/", shots, "home")
@@ -95,6 +109,10 @@ def test_every_page_loads_offline_without_errors(
     _visit(browser_page, f"{base}/runs/{scored[0]}", shots, "run")
     assert page.locator("#markers-table tbody tr").count() >= 20
     assert page.get_by_text("Weights sha256").count() == 1
+    _visit(browser_page, f"{base}/gates", shots, "gates")
+    assert page.locator(f"a[href='/gates/{gate_id}']").count() == 1
+    _visit(browser_page, f"{base}/gates/{gate_id}", shots, "gate")
+    assert page.locator("#rules-table tbody tr").count() == 2
     _visit(browser_page, f"{base}/login", shots, "login")
     _visit(browser_page, f"{base}/docs", shots, "docs")
     page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)  # rendered from the local bundle
