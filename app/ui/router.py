@@ -10,7 +10,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from app.ui import forms, login, pages_compare, pages_gates, pages_home, pages_runs
+from app.ui import (
+    forms,
+    login,
+    pages_compare,
+    pages_gates,
+    pages_home,
+    pages_recommendations,
+    pages_runs,
+)
 from app.ui.deps import PageRead
 from app.ui.docs import install_docs
 from app.ui.session import LoginNeeded
@@ -30,7 +38,7 @@ def install_ui(app: FastAPI) -> None:
         return FileResponse(PLOTLY_JS, media_type="text/javascript", headers=CACHE)
 
     app.include_router(login.router, include_in_schema=False)
-    for module in (pages_home, pages_runs, pages_compare, pages_gates, forms):
+    for module in (pages_home, pages_runs, pages_compare, pages_gates, pages_recommendations, forms):
         app.include_router(module.router, dependencies=[PageRead], include_in_schema=False)
 
     @app.exception_handler(LoginNeeded)
