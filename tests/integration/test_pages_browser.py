@@ -113,11 +113,25 @@ def test_every_page_loads_offline_without_errors(
     assert page.locator(f"a[href='/gates/{gate_id}']").count() == 1
     _visit(browser_page, f"{base}/gates/{gate_id}", shots, "gate")
     assert page.locator("#rules-table tbody tr").count() == 2
+    _visit(browser_page, f"{base}/recommendations?dataset=builtin:mnist", shots, "recommendations")
+    assert page.locator("tr.pair").count() == 24
     _visit(browser_page, f"{base}/login", shots, "login")
     _visit(browser_page, f"{base}/docs", shots, "docs")
     page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)  # rendered from the local bundle
     _visit(browser_page, f"{base}/redoc", shots, "redoc")
     page.wait_for_selector("redoc-wrapper, .redoc-wrap, [role=navigation]", timeout=30_000)
+
+
+def test_pages_fit_a_phone_screen(stack: Stack, scored: list[str], shots: Path) -> None:
+    """Wide tables scroll inside their own box; the page itself never scrolls sideways."""
+    with chromium() as browser:
+        phone = watched_page(browser, width=390, height=844)
+        for name, path in (("home", "/"), ("runs", "/runs"), ("run", f"/runs/{scored[0]}")):
+            phone.page.goto(stack.base_url + path)
+            phone.page.screenshot(path=shots / f"phone-{name}.png", full_page=True)
+            overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, (path, overflow)
+        assert phone.problems() == []
 
 
 def test_the_history_filters_and_pages(stack: Stack, scored: list[str], browser_page: Watched) -> None:
