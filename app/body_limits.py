@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.errors import error_response
 from app.settings import Settings
 
-UPLOAD_ROUTES = ("/v1/checkpoints",)
+UPLOAD_ROUTES = ("/v1/checkpoints", "/ui/checkpoints")
 UPLOAD_OVERHEAD = 64 * 1024  # multipart headers and the other small fields around the file
 MAX_PARTS = 16  # an upload is one file and a few fields
 _BOUNDARY = re.compile(rb'boundary="?([^";,]{1,200})"?', re.IGNORECASE)

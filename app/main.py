@@ -21,6 +21,7 @@ from app.db.session import POOL_CAPACITY
 from app.metrics import Metrics, MetricsMiddleware
 from app.services.reaper import ReaperState, run_periodically
 from app.settings import Settings, get_settings
+from app.ui.router import install_ui
 
 
 @asynccontextmanager
@@ -48,6 +49,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="zootriage",
         summary="Rank pretrained weights by the geometry of their class manifolds (GLUE markers).",
         version="0.1.0",
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.reaper = ReaperState()
@@ -65,4 +68,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Prometheus exposition: requests by route template, jobs by status, job durations."""
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    install_ui(app)
     return app

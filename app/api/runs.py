@@ -70,14 +70,25 @@ def _tag_filter(tags: list[str]) -> tuple[tuple[str, str], ...]:
         raise ApiError(422, "invalid_request", f"tag filter: {exc}") from None
 
 
-def _known_marker(name: str, what: str) -> str:
+def known_marker(name: str, what: str) -> str:
     known = {spec.name for spec in list_markers()}
     if name not in known:
         raise ApiError(422, "unknown_marker", f"{what} {name!r} is not a marker; known: {sorted(known)}")
     return name
 
 
-def _csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> Iterator[str]:
+def history_filter(flt: RunFilter, sort: str) -> RunFilter:
+    """The filter, checked once for the API and the pages: bounds need a marker, names must be markers."""
+    if (flt.marker_min is not None or flt.marker_max is not None) and flt.marker is None:
+        raise ApiError(422, "invalid_request", "min/max need a marker to apply to")
+    if flt.marker is not None:
+        known_marker(flt.marker, "marker")
+    if sort != CREATED:
+        known_marker(sort, "sort")
+    return flt
+
+
+def csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> Iterator[str]:
     """Stream the whole filtered history in batches, one short transaction per batch."""
     names = [spec.name for spec in list_markers()]
     identity = ["id", "created_at", "name", "tags", "architecture", "weights_sha256", "dataset_fingerprint"]
@@ -136,19 +147,14 @@ def get_runs(
     cursor: Cursor = None,
     output: Annotated[Format, Query(alias="format")] = Format.json,
 ) -> RunPage | StreamingResponse:
-    if (marker_min is not None or marker_max is not None) and marker is None:
-        raise ApiError(422, "invalid_request", "min/max need a marker to apply to")
-    if marker is not None:
-        _known_marker(marker, "marker")
-    if sort != CREATED:
-        _known_marker(sort, "sort")
     flt = RunFilter(
         architecture, weights, dataset, marker, marker_min, marker_max, created_after, created_before, name,
         _tag_filter(tag or []),
     )
+    flt = history_filter(flt, sort)
     descending = order is Order.desc
     if output is Format.csv:
-        rows = _csv_rows(settings.effective_database_url, flt, sort, descending)
+        rows = csv_rows(settings.effective_database_url, flt, sort, descending)
         headers = {"Content-Disposition": 'attachment; filename="runs.csv"'}
         return StreamingResponse(rows, media_type="text/csv", headers=headers)
     after = decode_cursor(cursor, sort, descending) if cursor else None

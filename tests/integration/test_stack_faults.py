@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 
 from app.db.models import Job, Run
 from app.db.session import session_scope
+from app.schemas.scoring import REPEATS_MAX
 from app.settings import Settings
 from tests.integration.databases import migrate, scratch_database
 from tests.integration.servers import PostgresCluster, RedisServer

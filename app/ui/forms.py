@@ -1,0 +1,94 @@
+"""The upload and submit forms: the API's own services and validation, errors shown next to the field.
+
+Both forms post through HTMX, which sends the CSRF header, and get back the form itself: empty with a
+note on success, or with each ``{code, message}`` beside the field it concerns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from app.api.checkpoints import upload_checkpoint
+from app.api.deps import SessionDep, SettingsDep
+from app.api.errors import ApiError
+from app.schemas.jobs import JobRequest
+from app.services import jobs as job_service
+from app.ui.session import check_write
+from app.ui.templating import render
+from core.errors import ZooError
+
+router = APIRouter(prefix="/ui")
+
+# Where a validation error's location points in the form: the first path element that names a field.
+_FIELD_OF = {"model": "model", "dataset": "dataset", "sampling": "per_class", "protocol": "n_t"}
+
+
+def _job_body(form: dict[str, str]) -> dict[str, Any]:
+    """The form's flat fields as the API's nested job request (numbers stay strings for pydantic)."""
+    source = form.get("model_source", "checkpoint")
+    if source == "checkpoint":
+        model: dict[str, Any] = {"source": "checkpoint", "path": form.get("checkpoint", "")}
+    else:
+        model = {"source": source, "name": form.get("model_name", ""), "weights": form.get("weights") or None}
+        model = {k: v for k, v in model.items() if v is not None}
+    return {
+        "model": model,
+        "dataset": {"source": "builtin", "name": form.get("dataset", "")},
+        "sampling": {"per_class": form.get("per_class") or None, "split": form.get("split") or "test"},
+        "protocol": {"n_t": form.get("n_t") or None, "seed": form.get("seed") or 0},
+    }
+
+
+def _field_errors(exc: ValidationError) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        field = loc[-1] if loc and loc[-1] in {"per_class", "n_t", "seed", "split"} else None
+        field = field or (_FIELD_OF.get(loc[0], "form") if loc else "form")
+        errors.setdefault(field, f"invalid_request: {'.'.join(loc)}: {err.get('msg', 'invalid')}")
+    return errors
+
+
+def _drop_empty(body: dict[str, Any]) -> dict[str, Any]:
+    """An empty field means the default, as an absent JSON field does."""
+    return {k: (_drop_empty(v) if isinstance(v, dict) else v) for k, v in body.items() if v is not None}
+
+
+@router.post("/jobs", response_class=HTMLResponse)
+async def submit_form(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
+    form = {k: str(v) for k, v in (await request.form()).items()}
+    errors: dict[str, str] = {}
+    note = None
+    try:
+        check_write(request, session, settings)
+        body = JobRequest.model_validate(_drop_empty(_job_body(form)))
+        submitted = job_service.submit(session, settings, body, None)
+        if submitted.run is not None:
+            note = f"already computed: run {submitted.run.id}"
+        else:
+            assert submitted.job is not None
+            note = f"queued job {submitted.job.id}"
+    except ValidationError as exc:
+        errors = _field_errors(exc)
+    except (ApiError, ZooError) as exc:
+        errors = {"form": f"{exc.code}: {exc.message}"}
+    # 200 even with errors: HTMX swaps only successful answers, and the form with its errors is the answer.
+    context = {"form": form if errors else {}, "errors": errors, "note": note}
+    return render(request, "submit_form.html", context)
+
+
+@router.post("/checkpoints", response_class=HTMLResponse)
+async def upload_form(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
+    """The API's upload route itself (streamed, bounded, validated), so the two cannot drift apart."""
+    errors: dict[str, str] = {}
+    stored = None
+    try:
+        check_write(request, session, settings)
+        stored = await upload_checkpoint(request, Response(), session, settings, None)
+    except (ApiError, ZooError) as exc:
+        errors = {"file": f"{exc.code}: {exc.message}"}
+    return render(request, "upload_form.html", {"errors": errors, "checkpoint": stored})

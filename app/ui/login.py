@@ -1,0 +1,53 @@
+"""The login form: checks a key once and keeps it in an HttpOnly, SameSite=Strict cookie."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.api.deps import SessionDep, SettingsDep
+from app.api.errors import ApiError
+from app.api_keys import authenticate
+from app.ui.session import KEY_COOKIE, KEY_MAX, check_csrf
+from app.ui.templating import render
+
+router = APIRouter()
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path on this site: an absolute or protocol-relative URL would make the form an open redirect."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/"
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str = "/", reason: str | None = None) -> HTMLResponse:
+    return render(request, "login.html", {"next": _safe_next(next), "reason": reason, "errors": {}})
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+    form = await request.form()
+    key = str(form.get("key", ""))[: KEY_MAX + 1]
+    target = _safe_next(str(form.get("next", "/")))
+    try:
+        check_csrf(request, str(form.get("csrf", "")))
+        if not key or len(key) > KEY_MAX or authenticate(session, key, settings.api_key_hashes) is None:
+            raise ApiError(401, "unauthorized", "this API key is not valid (unknown or revoked)")
+    except ApiError as exc:
+        context = {"next": target, "reason": None, "errors": {"key": f"{exc.code}: {exc.message}"}}
+        return render(request, "login.html", context, status=exc.status)
+    response = RedirectResponse(target, status_code=303)
+    secure = request.url.scheme == "https"
+    response.set_cookie(KEY_COOKIE, key, httponly=True, samesite="strict", secure=secure, path="/")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    form = await request.form()
+    check_csrf(request, str(form.get("csrf", "")))
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(KEY_COOKIE, path="/")
+    return response

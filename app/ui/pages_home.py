@@ -1,0 +1,61 @@
+"""``/``: what is running now (live through an HTMX poll), recent runs and recent gates, and the forms."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy import select
+
+from app.api.deps import SessionDep, SettingsDep
+from app.api.errors import ApiError
+from app.db.models import ACTIVE_STATUSES, Job
+from app.db.run_queries import RunFilter, list_runs
+from app.db.triage_queries import list_gates
+from app.services import jobs as job_service
+from app.ui.session import check_write
+from app.ui.templating import render
+
+router = APIRouter()
+RECENT = 10
+
+
+def _jobs(session: SessionDep) -> tuple[list[Job], list[Job]]:
+    active = [s.value for s in ACTIVE_STATUSES]
+    running = session.scalars(select(Job).where(Job.status.in_(active)).order_by(Job.created_at.desc())).all()
+    finished = session.scalars(
+        select(Job).where(Job.status.not_in(active)).order_by(Job.created_at.desc()).limit(RECENT)
+    ).all()
+    return list(running), list(finished)
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request, session: SessionDep) -> HTMLResponse:
+    running, finished = _jobs(session)
+    runs, _ = list_runs(session, RunFilter(), limit=RECENT)
+    gates, _ = list_gates(session, limit=RECENT, after=None, passed=None)
+    context = {"running": running, "finished": finished, "runs": runs, "gates": gates}
+    return render(request, "home.html", context)
+
+
+@router.get("/ui/jobs", response_class=HTMLResponse)
+def jobs_fragment(request: Request, session: SessionDep) -> HTMLResponse:
+    """The live jobs table alone, which ``/`` polls (HTMX ``every 1s``) for progress without a reload."""
+    running, finished = _jobs(session)
+    return render(request, "jobs_table.html", {"running": running, "finished": finished})
+
+
+@router.post("/ui/jobs/{job_id}/cancel", response_class=HTMLResponse)
+def cancel(request: Request, job_id: uuid.UUID, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
+    message = None
+    try:
+        check_write(request, session, settings)
+        job = session.get(Job, job_id)
+        if job is None:
+            raise ApiError(404, "job_not_found", f"no job {job_id}")
+        job_service.cancel(session, settings, job)
+    except ApiError as exc:
+        message = f"{exc.code}: {exc.message}"
+    running, finished = _jobs(session)
+    return render(request, "jobs_table.html", {"running": running, "finished": finished, "error": message})

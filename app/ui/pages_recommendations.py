@@ -1,0 +1,40 @@
+"""``/recommendations``: the v1-vs-v2 pairs with the verdict their stored runs already give, if any.
+
+The same service call as GET /v1/recommendations (``recommendations_so_far``): it computes nothing and
+queues nothing, so a page view never starts work.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from app.api.deps import SessionDep
+from app.api.errors import ApiError
+from app.api.recommendations import ScoringQuery, scoring_query
+from app.services import triage as triage_service
+from app.ui.templating import render
+from core.errors import ZooError
+
+router = APIRouter()
+FIELDS = tuple(ScoringQuery.model_fields)
+
+
+@router.get("/recommendations", response_class=HTMLResponse)
+def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
+    asked = {k: v for k, v in request.query_params.items() if k in FIELDS and v.strip()}
+    context = {"asked": asked, "items": None, "error": None, "count": len(triage_service.weight_pairs())}
+    if "dataset" not in asked:
+        return render(request, "recommendations.html", context)
+    try:
+        scoring = scoring_query(ScoringQuery.model_validate(asked))
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        error = ApiError(422, "invalid_request", where)
+        return render(request, "recommendations.html", {**context, "error": error}, status=422)
+    except ZooError as exc:
+        error = ApiError(exc.http_status, exc.code, exc.message)
+        return render(request, "recommendations.html", {**context, "error": error}, status=exc.http_status)
+    items = triage_service.recommendations_so_far(session, scoring, sorted(triage_service.weight_pairs()))
+    return render(request, "recommendations.html", {**context, "items": items})

@@ -1,0 +1,128 @@
+"""``/runs`` (the history, through the same filter and query as GET /v1/runs), its CSV, and ``/runs/{id}``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, StreamingResponse
+from sqlalchemy import select
+
+from app.api.cursor import CURSOR_MAX, PageLimit, decode_cursor, encode_cursor
+from app.api.deps import SessionDep, SettingsDep
+from app.api.errors import ApiError
+from app.api.runs import MARKER_NAME, csv_rows, history_filter
+from app.db.models import Job, Marker, Run
+from app.db.run_queries import CREATED, RunFilter, list_runs, marker_values
+from app.ui.templating import render
+from core.markers import list_markers
+
+router = APIRouter()
+
+# Shown until the user picks columns: the GLUE geometry and the accuracy the verdicts are compared with.
+DEFAULT_COLUMNS = ("capacity", "dimension", "radius", "utilization", "id_accuracy")
+PAGE = 50
+Text = Annotated[str | None, Query(max_length=128)]
+Number = Annotated[float | None, Query()]
+
+
+def _blank_to_none(value: str | None) -> str | None:
+    return value.strip() or None if value else None
+
+
+@router.get("/runs", response_class=HTMLResponse)
+def history(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    architecture: Text = None,
+    weights: Text = None,
+    dataset: Text = None,
+    marker: Text = None,
+    marker_min: Annotated[str | None, Query(alias="min", max_length=32)] = None,
+    marker_max: Annotated[str | None, Query(alias="max", max_length=32)] = None,
+    sort: Annotated[str, Query(pattern=MARKER_NAME)] = CREATED,
+    order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
+    cursor: Annotated[str | None, Query(max_length=CURSOR_MAX)] = None,
+    cols: Annotated[list[str] | None, Query(max_length=64)] = None,
+    limit: PageLimit = PAGE,
+) -> HTMLResponse:
+    names = [spec.name for spec in list_markers()]
+    columns = [c for c in (cols or DEFAULT_COLUMNS) if c in names]
+    params = {
+        "architecture": _blank_to_none(architecture),
+        "weights": _blank_to_none(weights),
+        "dataset": _blank_to_none(dataset),
+        "marker": _blank_to_none(marker),
+        "min": _blank_to_none(marker_min),
+        "max": _blank_to_none(marker_max),
+        "sort": sort,
+        "order": order,
+        "limit": str(limit) if limit != PAGE else None,
+    }
+    context: dict[str, Any] = {"params": params, "names": names, "columns": columns}
+    context.update(runs=[], markers={})
+    try:
+        bounds = (params["marker"], _bound(params["min"], "min"), _bound(params["max"], "max"))
+        flt = RunFilter(params["architecture"], params["weights"], params["dataset"], *bounds)
+        flt = history_filter(flt, sort)
+        descending = order == "desc"
+        after = decode_cursor(cursor, sort, descending) if cursor else None
+        size = min(limit, settings.page_size_max)
+        runs, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=size, after=after)
+    except ApiError as exc:
+        return render(request, "runs.html", {**context, "error": exc}, status=exc.status)
+    query = [(k, v) for k, v in params.items() if v is not None] + [("cols", c) for c in columns]
+    csv_query = [(k, v) for k, v in query if k != "limit"]
+    next_url = None
+    if next_key is not None:
+        next_url = "/runs?" + urlencode([*query, ("cursor", encode_cursor(next_key, sort, descending))])
+    context.update(
+        runs=runs,
+        markers=marker_values(session, [run.id for run in runs]),
+        next_url=next_url,
+        csv_url="/runs.csv?" + urlencode(csv_query),
+        first_page=cursor is None,
+        query=urlencode(query),
+    )
+    return render(request, "runs.html", context)
+
+
+def _bound(text: str | None, name: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ApiError(422, "invalid_request", f"{name}: {text!r} is not a number") from None
+
+
+@router.get("/runs.csv")
+def history_csv(
+    settings: SettingsDep,
+    architecture: Text = None,
+    weights: Text = None,
+    dataset: Text = None,
+    marker: Text = None,
+    marker_min: Annotated[float | None, Query(alias="min")] = None,
+    marker_max: Annotated[float | None, Query(alias="max")] = None,
+    sort: Annotated[str, Query(pattern=MARKER_NAME)] = CREATED,
+    order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
+) -> StreamingResponse:
+    flt = history_filter(RunFilter(architecture, weights, dataset, marker, marker_min, marker_max), sort)
+    rows = csv_rows(settings.effective_database_url, flt, sort, order == "desc")
+    headers = {"Content-Disposition": 'attachment; filename="runs.csv"'}
+    return StreamingResponse(rows, media_type="text/csv", headers=headers)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: uuid.UUID, session: SessionDep) -> HTMLResponse:
+    run = session.get(Run, run_id)
+    if run is None:
+        error = ApiError(404, "run_not_found", f"no run {run_id}")
+        return render(request, "error.html", {"error": error}, status=404)
+    markers = session.scalars(select(Marker).where(Marker.run_id == run.id).order_by(Marker.name)).all()
+    job = session.scalar(select(Job).where(Job.run_id == run.id).order_by(Job.created_at.desc()).limit(1))
+    return render(request, "run.html", {"run": run, "markers": markers, "job": job})

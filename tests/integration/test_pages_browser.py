@@ -1,0 +1,215 @@
+"""The web pages in headless Chromium against the real stack (uvicorn + Celery on PostgreSQL/Redis),
+with real scored runs of the ccexam and advertorch MNIST programs.
+
+Every page must load with no console error and no request leaving the machine. Screenshots of each
+page are kept under the pytest tmp dir as artefacts.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.db.models import Job, Marker, Run
+from app.db.session import session_scope
+from tests.integration.browser import Watched, chromium, watched_page
+from tests.integration.stack import Stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+def _finish(http: httpx.Client, posted: httpx.Response, timeout: float = 300) -> str:
+    """The run id of a submitted job, once the worker has stored it."""
+    if posted.status_code == 200:
+        return str(posted.json()["id"])
+    assert posted.status_code == 202, posted.text
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = http.get(posted.headers["Location"]).json()
+        if job["status"] in TERMINAL:
+            assert job["status"] == "succeeded", job
+            return str(job["run_id"])
+        time.sleep(0.2)
+    raise AssertionError(f"job {posted.headers['Location']} did not finish")
+
+
+@pytest.fixture(scope="module")
+def scored(stack: Stack, digit_programs: dict[str, Path], database_url: str) -> list[str]:
+    """Three real runs from an empty history: the ccexam MNIST CNN on three seeded samples (advertorch's
+    LeNet5 programs are over the session's 2 MB upload limit)."""
+    with session_scope(database_url) as session:
+        for table in (Marker, Job, Run):
+            session.execute(table.__table__.delete())
+    http = httpx.Client(base_url=stack.base_url, timeout=60)
+    program = digit_programs["ccexam"].read_bytes()
+    uploaded = http.post("/v1/checkpoints", files={"file": ("ccexam.pt2", program)})
+    assert uploaded.status_code in {200, 201}, uploaded.text
+    model = {"source": "checkpoint", "path": uploaded.json()["model_path"]}
+    run_ids = []
+    for seed in range(3):
+        sampling = {"per_class": 20, "split": "test", "seed": seed}
+        body: dict[str, Any] = {
+            "model": model, "dataset": {"source": "builtin", "name": "mnist"}, "sampling": sampling,
+            "protocol": {"n_t": 50, "seed": seed},
+        }
+        run_ids.append(_finish(http, http.post("/v1/jobs", json=body)))
+    return run_ids
+
+
+@pytest.fixture(scope="module")
+def gate_id(stack: Stack, scored: list[str]) -> str:
+    """A gate decided from stored runs alone (the first run against itself: the same sample)."""
+    same = {"source": "run", "id": scored[0]}
+    body = {
+        "candidate": same, "baseline": same, "dataset": {"source": "builtin", "name": "mnist"},
+        "sampling": {"per_class": 20, "split": "test", "seed": 0}, "protocol": {"n_t": 50, "seed": 0},
+        "rules": ["dimension: max_relative_drop 0.05", "id_accuracy: min 0.9"],
+    }
+    decided = httpx.post(f"{stack.base_url}/v1/gates", json=body, timeout=60)
+    assert decided.status_code in {200, 201}, decided.text
+    return str(decided.json()["id"])
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture
+def browser_page(stack: Stack) -> Iterator[Watched]:
+    with chromium() as browser:
+        watched = watched_page(browser)
+        yield watched
+        assert watched.problems() == []
+
+
+def _visit(watched: Watched, url: str, shots: Path, name: str) -> None:
+    response = watched.page.goto(url)
+    assert response is not None and response.status == 200, (url, response and response.status)
+    watched.page.wait_for_load_state("networkidle")
+    watched.page.screenshot(path=shots / f"{name}.png", full_page=True)
+
+
+def test_every_page_loads_offline_without_errors(
+    stack: Stack, scored: list[str], gate_id: str, browser_page: Watched, shots: Path
+) -> None:
+    base, page = stack.base_url, browser_page.page
+    _visit(browser_page, f"{base}/", shots, "home")
+    assert page.locator("#jobs").count() == 1
+    _visit(browser_page, f"{base}/runs", shots, "runs")
+    assert page.locator(".run-row").count() == len(scored)
+    _visit(browser_page, f"{base}/runs/{scored[0]}", shots, "run")
+    assert page.locator("#markers-table tbody tr").count() >= 20
+    assert page.get_by_text("Weights sha256").count() == 1
+    _visit(browser_page, f"{base}/gates", shots, "gates")
+    assert page.locator(f"a[href='/gates/{gate_id}']").count() == 1
+    _visit(browser_page, f"{base}/gates/{gate_id}", shots, "gate")
+    assert page.locator("#rules-table tbody tr").count() == 2
+    _visit(browser_page, f"{base}/recommendations?dataset=builtin:mnist", shots, "recommendations")
+    assert page.locator("tr.pair").count() == 24
+    _visit(browser_page, f"{base}/login", shots, "login")
+    _visit(browser_page, f"{base}/docs", shots, "docs")
+    page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)  # rendered from the local bundle
+    _visit(browser_page, f"{base}/redoc", shots, "redoc")
+    page.wait_for_selector("redoc-wrapper, .redoc-wrap, [role=navigation]", timeout=30_000)
+
+
+def test_pages_fit_a_phone_screen(stack: Stack, scored: list[str], shots: Path) -> None:
+    """Wide tables scroll inside their own box; the page itself never scrolls sideways."""
+    with chromium() as browser:
+        phone = watched_page(browser, width=390, height=844)
+        for name, path in (("home", "/"), ("runs", "/runs"), ("run", f"/runs/{scored[0]}")):
+            phone.page.goto(stack.base_url + path)
+            phone.page.screenshot(path=shots / f"phone-{name}.png", full_page=True)
+            overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, (path, overflow)
+        assert phone.problems() == []
+
+
+def test_the_history_filters_and_pages(stack: Stack, scored: list[str], browser_page: Watched) -> None:
+    page = browser_page.page
+    page.goto(f"{stack.base_url}/runs?limit=2&sort=id_accuracy&order=desc")
+    first = page.locator(".run-row").count()
+    page.click("#next-page")
+    page.wait_for_load_state()
+    assert (first, page.locator(".run-row").count()) == (2, 1)
+    # A marker range that excludes every run, set through the form.
+    page.goto(f"{stack.base_url}/runs")
+    page.select_option("#f-marker", "id_accuracy")
+    page.fill("#f-min", "2")
+    page.click("button:has-text('Apply')")
+    page.wait_for_load_state()
+    assert page.get_by_text("No runs match.").count() == 1
+    # The column chooser adds a marker column.
+    page.goto(f"{stack.base_url}/runs?cols=logme&cols=capacity")
+    headers = page.locator("#runs-table thead th").all_inner_texts()
+    assert headers[-2:] == ["logme", "capacity"]
+    # A bad bound is a message on the page, not a traceback.
+    response = page.goto(f"{stack.base_url}/runs?marker=capacity&min=abc")
+    assert response is not None and response.status == 422
+    assert "is not a number" in page.locator(".error").inner_text()
+    assert "422" in browser_page.console_errors.pop()  # Chromium logs the page's own status: expected
+
+
+def test_the_scatter_has_one_point_per_run(
+    stack: Stack, scored: list[str], browser_page: Watched, shots: Path
+) -> None:
+    page = browser_page.page
+    page.goto(f"{stack.base_url}/compare?runs={','.join(scored)}")
+    page.wait_for_selector("#scatter[data-points]", timeout=30_000)
+    assert page.locator("#scatter").get_attribute("data-points") == str(len(scored))
+    assert page.locator("#scatter .scatterlayer .point").count() == len(scored)
+    assert page.locator("#compare-table thead th").count() == 1 + len(scored)
+    page.screenshot(path=shots / "compare.png", full_page=True)
+
+
+def test_upload_and_submit_forms_make_a_job_that_progresses_live(
+    stack: Stack, scored: list[str], digit_programs: dict[str, Path], browser_page: Watched, shots: Path
+) -> None:
+    page = browser_page.page
+    page.goto(f"{stack.base_url}/")
+    page.evaluate("window.notReloaded = true")
+    page.set_input_files("#file", str(digit_programs["ccexam"]))
+    page.click("#upload-form button[type=submit]")
+    path = page.wait_for_selector("#uploaded-path").inner_text()
+    page.fill("#checkpoint", path)
+    page.fill("#per_class", "40")  # a sample not scored yet: a new job, not the stored run
+    page.fill("#n_t", "50")
+    page.fill("#seed", "3")
+    page.click("#submit-form button[type=submit]")
+    queued = page.wait_for_selector("#submit-form .notice").inner_text()
+    job_id = re.search(r"queued job ([0-9a-f-]{36})", queued)
+    assert job_id, queued
+    seen: list[str] = []
+    deadline = time.monotonic() + 300
+    finished = page.locator(f"#jobs tr.job:has-text('{job_id.group(1)[:8]}')")
+    while time.monotonic() < deadline:
+        state = finished.first.inner_text() if finished.count() else ""
+        if state and (not seen or seen[-1] != state):
+            seen.append(state)
+        if "succeeded" in state or "failed" in state:
+            break
+        time.sleep(0.1)
+    page.screenshot(path=shots / "home-after-job.png", full_page=True)
+    assert "succeeded" in seen[-1], seen
+    assert len(seen) >= 2, seen  # the row changed in place as the worker went
+    assert page.evaluate("window.notReloaded") is True
+
+
+def test_a_failed_form_shows_its_error_next_to_the_field(stack: Stack, browser_page: Watched) -> None:
+    page = browser_page.page
+    page.goto(f"{stack.base_url}/")
+    page.fill("#per_class", "many")
+    page.click("#submit-form button[type=submit]")
+    assert "per_class" in page.wait_for_selector("#per_class-error:not(:empty)").inner_text()
+    page.set_input_files("#file", files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"x"}])
+    page.click("#upload-form button[type=submit]")
+    assert page.wait_for_selector("#file-error:not(:empty)").inner_text().startswith("unsupported")
