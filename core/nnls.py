@@ -37,6 +37,7 @@ import scipy.optimize
 import torch
 
 from core.errors import CancelCheck, stop_if_cancelled
+from core.threads import single_threaded
 
 # Entering threshold and KKT check, relative to the scale ‖t_k‖ · max_i ‖x_i‖ of the gradient entries.
 _ENTER_RTOL = 1e-10
@@ -77,13 +78,14 @@ def solve_batched(
     """
     n, r = points.shape
     use_gram = n <= 2 * r if route == "auto" else route == "gram"
-    cloud = _Cloud(points, use_gram)
     lam = torch.zeros(signs.shape, dtype=points.dtype, device=points.device)
     ok = torch.zeros(signs.shape[0], dtype=torch.bool, device=points.device)
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
-    for start in range(0, signs.shape[0], step):
-        sl = slice(start, start + step)
-        lam[sl], ok[sl] = _solve_block(cloud, signs[sl], t[sl], cancel)
+    with single_threaded(points.device):  # small dense steps: see core.threads
+        cloud = _Cloud(points, use_gram)
+        for start in range(0, signs.shape[0], step):
+            sl = slice(start, start + step)
+            lam[sl], ok[sl] = _solve_block(cloud, signs[sl], t[sl], cancel)
     return lam, ok
 
 
