@@ -199,7 +199,8 @@ def solve_draws(
     """Subsample, preprocess, draw (t_k, y_k) and solve every inner problem (inputs already valid)."""
     sub_rng, t_rng, y_rng = (np.random.default_rng(s) for s in seed.spawn(3))
     keep = subsample(classes, points_per_class, sub_rng)
-    points, scale = preprocess(x[keep], centering)
+    # Without subsampling every row is kept in order: no copy (at ImageNet scale the features are GBs).
+    points, scale = preprocess(x if points_per_class is None else x[keep], centering)
     cls = classes[keep]
     t = t_rng.standard_normal((n_t, points.shape[1]))
     dichotomies = draw_dichotomies(n_classes, n_t, dichotomy, y_rng)
