@@ -18,7 +18,7 @@ Two solvers:
   Each outer step adds the most violated index to every unfinished draw's passive set; the small
   passive systems G_SS s = b_S are solved through Cholesky factors that grow by one row per added
   index, and the gradient of all draws is one sparse-times-dense product with the shared K (λ has
-  only |S| non-zeros per draw). With more points than twice the rank (n > 2r) K is never formed:
+  only |S| non-zeros per draw). Past 8192 points (and twice the rank) K is never formed:
   passive blocks come from the active points' coordinates and the gradient A_kᵀ(t_k − A_kλ) is two
   products through the r × n point matrix, so memory and time per step grow linearly in n.
   Finished draws leave the batch, so the cost follows the sum of the draws' iteration counts rather
@@ -45,6 +45,8 @@ _KKT_RTOL = 1e-7
 # Memory bound for one batch: draws × points entries per dense (B, n) tensor.
 _BATCH_ELEMENTS = 1 << 22
 Route = Literal["auto", "gram", "primal"]
+# Largest point count whose n × n Gram matrix the solver forms (8192² float64 = 512 MB).
+GRAM_POINTS_MAX = 8192
 
 
 def solve_reference(points: np.ndarray, signs: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -77,7 +79,7 @@ def solve_batched(
     both can be checked on the same problems.
     """
     n, r = points.shape
-    use_gram = n <= 2 * r if route == "auto" else route == "gram"
+    use_gram = uses_gram(n, r) if route == "auto" else route == "gram"
     lam = torch.zeros(signs.shape, dtype=points.dtype, device=points.device)
     ok = torch.zeros(signs.shape[0], dtype=torch.bool, device=points.device)
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
@@ -89,11 +91,20 @@ def solve_batched(
     return lam, ok
 
 
+def uses_gram(n: int, r: int) -> bool:
+    """Whether ``"auto"`` takes the Gram route for n points of rank r. Per step and draw it costs
+    |S|·n against the primal route's 2·n·r, plus n²·r once, so it is the faster one whenever K fits:
+    it is taken up to ``GRAM_POINTS_MAX`` points (K then ≤ 512 MB), and past that only while n ≤ 2r
+    (then K is no bigger than the point matrix's own products)."""
+    return n <= GRAM_POINTS_MAX or n <= 2 * r
+
+
 class _Cloud:
     """The shared point cloud, padded with a zero dummy point n, and its inner products K = XXᵀ.
 
-    Two routes to the same numbers. Gram route (n ≤ 2r): K is formed once (n² memory) and every
-    product or passive block is a gather from it. Primal route (n > 2r): K is never formed; a passive
+    Two routes to the same numbers (``uses_gram`` picks one). Gram route: K is formed once (n²
+    memory) and every product or passive block is a gather from it. Primal route: K is never
+    formed; a passive
     block K_SS = X_S X_Sᵀ costs |S|²·r per draw, one row K_{jS} costs |S|·r, and the gradient goes
     through the r coordinates, (σ⊙λ)ᵀX then X·(…), 2·n·r per draw. Memory is then O(n·r) for the
     cloud plus O(B·n + B·|S|·r) per block of B draws: linear in n, never n².

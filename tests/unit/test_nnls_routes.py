@@ -26,7 +26,7 @@ DATASETS = {
     "B": lambda: example("B"),
     "relu": lambda: relu_like(seed=3, n_classes=5, per_class=20, dim=64),
     "wide": lambda: gaussian_manifolds(5, n_classes=3, per_class=10, dim=200, radius=1.5),
-    # n = 160 points in r = 24 dimensions: the case "auto" sends down the primal route.
+    # n = 160 points in r = 24 dimensions: many more points than the rank.
     "many": lambda: relu_like(seed=4, n_classes=8, per_class=20, dim=24),
 }
 
