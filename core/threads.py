@@ -4,9 +4,10 @@ torch's intra-op pool (OpenMP) splits each operation over its threads and joins 
 GLUE's solver is a long chain of small dense steps (passive systems of |S| ≤ a few hundred, gathers
 over B × n), so every step pays the barrier; when another process holds a core, one of the threads is
 descheduled and every barrier waits a time slice for it. Measured on the 2-core build machine
-(P=10 × M=50, N=512, n_t=500, load ≈ 10): 3.9 s with one thread, 18.5 s with two. The solver
-therefore runs single-threaded on the CPU, and a worker process gets no more threads than the cores
-its share of the machine leaves after its data-loading processes (no oversubscription).
+(P=10 × M=50, N=512, n_t=500, load ≈ 10): 3.9 s with one thread, 18.5 s with two. GLUE (every
+stage of core.glue.analyze, and the solver wherever it is called) therefore runs single-threaded on
+the CPU, and a worker process gets no more threads than the cores its share of the machine leaves
+after its data-loading processes (no oversubscription).
 """
 
 from __future__ import annotations
