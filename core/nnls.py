@@ -18,27 +18,35 @@ Two solvers:
   Each outer step adds the most violated index to every unfinished draw's passive set; the small
   passive systems G_SS s = b_S are solved through Cholesky factors that grow by one row per added
   index, and the gradient of all draws is one sparse-times-dense product with the shared K (λ has
-  only |S| non-zeros per draw). Finished draws leave the batch, so the
-  cost follows the sum of the draws' iteration counts rather than B × the slowest. Every answer is
-  checked against the KKT conditions (λ ≥ 0, w ≤ tol, w_S ≈ 0); a draw that fails them (a singular
-  passive system, a stall) is reported so the caller can hand it to the reference.
+  only |S| non-zeros per draw). Past 8192 points (and twice the rank) K is never formed:
+  passive blocks come from the active points' coordinates and the gradient A_kᵀ(t_k − A_kλ) is two
+  products through the r × n point matrix, so memory and time per step grow linearly in n.
+  Finished draws leave the batch, so the cost follows the sum of the draws' iteration counts rather
+  than B × the slowest. Every answer is checked against the KKT conditions (λ ≥ 0, w ≤ tol,
+  w_S ≈ 0); a draw that fails them (a singular passive system, a stall) is reported so the caller
+  can hand it to the reference.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import Literal
 
 import numpy as np
 import scipy.optimize
 import torch
 
 from core.errors import CancelCheck, stop_if_cancelled
+from core.threads import single_threaded
 
 # Entering threshold and KKT check, relative to the scale ‖t_k‖ · max_i ‖x_i‖ of the gradient entries.
 _ENTER_RTOL = 1e-10
 _KKT_RTOL = 1e-7
 # Memory bound for one batch: draws × points entries per dense (B, n) tensor.
 _BATCH_ELEMENTS = 1 << 22
+Route = Literal["auto", "gram", "primal"]
+# Largest point count whose n × n Gram matrix the solver forms (8192² float64 = 512 MB).
+GRAM_POINTS_MAX = 8192
 
 
 def solve_reference(points: np.ndarray, signs: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -54,24 +62,78 @@ def solve_reference(points: np.ndarray, signs: np.ndarray, t: np.ndarray) -> np.
 
 
 def solve_batched(
-    points: torch.Tensor, signs: torch.Tensor, t: torch.Tensor, *, cancel: CancelCheck | None = None
+    points: torch.Tensor,
+    signs: torch.Tensor,
+    t: torch.Tensor,
+    *,
+    cancel: CancelCheck | None = None,
+    route: Route = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Solve all draws with the batched Lawson–Hanson method on ``points.device``.
 
     ``points`` (n, r), ``signs`` (B, n) of ±1, ``t`` (B, r), all float64 on one device. Returns
     λ (B, n) and a boolean (B,) mask of the draws whose solution passed the KKT check. ``cancel`` is
     polled at every Lawson–Hanson step of every block of draws (``core.errors.Cancelled`` stops the
-    solve): one block of a large problem can take seconds.
+    solve): one block of a large problem can take seconds. ``route`` picks how products with
+    K = XXᵀ are formed (see ``_Cloud``): ``"auto"`` takes the cheaper one, the others exist so that
+    both can be checked on the same problems.
     """
-    n = points.shape[0]
-    gram = points @ points.T
+    n, r = points.shape
+    use_gram = uses_gram(n, r) if route == "auto" else route == "gram"
     lam = torch.zeros(signs.shape, dtype=points.dtype, device=points.device)
     ok = torch.zeros(signs.shape[0], dtype=torch.bool, device=points.device)
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
-    for start in range(0, signs.shape[0], step):
-        sl = slice(start, start + step)
-        lam[sl], ok[sl] = _solve_block(points, gram, signs[sl], t[sl], cancel)
+    with single_threaded(points.device):  # small dense steps: see core.threads
+        cloud = _Cloud(points, use_gram)
+        for start in range(0, signs.shape[0], step):
+            sl = slice(start, start + step)
+            lam[sl], ok[sl] = _solve_block(cloud, signs[sl], t[sl], cancel)
     return lam, ok
+
+
+def uses_gram(n: int, r: int) -> bool:
+    """Whether ``"auto"`` takes the Gram route for n points of rank r. Per step and draw it costs
+    |S|·n against the primal route's 2·n·r, plus n²·r once, so it is the faster one whenever K fits:
+    it is taken up to ``GRAM_POINTS_MAX`` points (K then ≤ 512 MB), and past that only while n ≤ 2r
+    (then K is no bigger than the point matrix's own products)."""
+    return n <= GRAM_POINTS_MAX or n <= 2 * r
+
+
+class _Cloud:
+    """The shared point cloud, padded with a zero dummy point n, and its inner products K = XXᵀ.
+
+    Two routes to the same numbers (``uses_gram`` picks one). Gram route: K is formed once (n²
+    memory) and every product or passive block is a gather from it. Primal route: K is never
+    formed; a passive
+    block K_SS = X_S X_Sᵀ costs |S|²·r per draw, one row K_{jS} costs |S|·r, and the gradient goes
+    through the r coordinates, (σ⊙λ)ᵀX then X·(…), 2·n·r per draw. Memory is then O(n·r) for the
+    cloud plus O(B·n + B·|S|·r) per block of B draws: linear in n, never n².
+    """
+
+    def __init__(self, points: torch.Tensor, use_gram: bool):
+        self.n = points.shape[0]
+        self.points = torch.nn.functional.pad(points, (0, 0, 0, 1))
+        self.sq_norms = self.points.square().sum(dim=1)
+        self.gram = self.points @ self.points.T if use_gram else None
+
+    def block(self, idx: torch.Tensor) -> torch.Tensor:
+        """K_SS for each draw's slots ``idx`` (B, C) → (B, C, C)."""
+        if self.gram is not None:
+            return self.gram[idx[:, :, None], idx[:, None, :]]
+        x_s = self.points[idx]
+        return x_s @ x_s.transpose(1, 2)
+
+    def row(self, enter: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """K_{j,S}: the inner products of point ``enter[b]`` with draw b's slots ``idx`` → (B, C)."""
+        if self.gram is not None:
+            return self.gram[enter].gather(1, idx)
+        return (self.points[idx] @ self.points[enter].unsqueeze(-1)).squeeze(-1)
+
+    def times(self, signed: torch.Tensor) -> torch.Tensor:
+        """(B, n+1) sparse σ⊙λ times K → dense (B, n+1)."""
+        if self.gram is not None:
+            return signed @ self.gram
+        return (signed @ self.points) @ self.points.T
 
 
 class _Problems:
@@ -82,20 +144,17 @@ class _Problems:
     a real point and unused slots become identity rows of the packed systems.
     """
 
-    def __init__(self, points: torch.Tensor, gram: torch.Tensor, signs: torch.Tensor, t: torch.Tensor):
-        n = points.shape[0]
-        self.points, self.n = points, n
-        self.gram = torch.nn.functional.pad(gram, (0, 1, 0, 1))
+    def __init__(self, cloud: _Cloud, signs: torch.Tensor, t: torch.Tensor):
+        points = cloud.points[: cloud.n]
+        self.cloud, self.n = cloud, cloud.n
         self.signs = torch.nn.functional.pad(signs, (0, 1), value=1.0)
         self.b = torch.nn.functional.pad(signs * (t @ points.T), (0, 1))
-        scale = t.norm(dim=1) * points.norm(dim=1).max()
+        scale = t.norm(dim=1) * cloud.sq_norms.max().sqrt()
         self.scale = torch.clamp(scale, min=torch.finfo(points.dtype).tiny)
-        # The Gram route costs B·n² per product, the primal route (through the r coordinates) 2·B·n·r.
-        self.use_gram = n <= 2 * points.shape[1]
 
     def take(self, rows: torch.Tensor) -> _Problems:
         sub = object.__new__(_Problems)
-        sub.points, sub.n, sub.gram, sub.use_gram = self.points, self.n, self.gram, self.use_gram
+        sub.cloud, sub.n = self.cloud, self.n
         sub.signs, sub.b, sub.scale = self.signs[rows], self.b[rows], self.scale[rows]
         return sub
 
@@ -124,18 +183,13 @@ class _Problems:
     def gradient(self, idx: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """w = b − Gλ = b − σ ⊙ (K (σ ⊙ λ)) as (B, n+1), λ given by its slots (w = 0 at the dummy)."""
         signed = self.sparse(idx, self.signs.gather(1, idx) * x)
-        if self.use_gram:
-            g = signed @ self.gram
-        else:
-            pts = torch.nn.functional.pad(self.points, (0, 0, 0, 1))
-            g = torch.nn.functional.pad((signed @ pts) @ self.points.T, (0, 1))
-        return self.b - self.signs * g
+        return self.b - self.signs * self.cloud.times(signed)
 
     def factor(self, idx: torch.Tensor, used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Cholesky factors of the packed passive systems G_SS (identity on unused slots), and a (B,)
         mask of the draws whose system was positive definite."""
         sig = self.signs.gather(1, idx) * used
-        g_ss = self.gram[idx[:, :, None], idx[:, None, :]] * sig[:, :, None] * sig[:, None, :]
+        g_ss = self.cloud.block(idx) * sig[:, :, None] * sig[:, None, :]
         g_ss = g_ss + torch.diag_embed((~used).to(g_ss.dtype))
         chol, info = torch.linalg.cholesky_ex(g_ss)
         return chol, info == 0
@@ -185,9 +239,9 @@ class _Active:
             self.chol[:, :slots, :slots] = old
         prob, used = self.prob, self.used()
         sig_e = prob.signs.gather(1, enter[:, None])
-        g = prob.gram[enter].gather(1, self.idx) * prob.signs.gather(1, self.idx) * sig_e * used
+        g = prob.cloud.row(enter, self.idx) * prob.signs.gather(1, self.idx) * sig_e * used
         l_row = torch.linalg.solve_triangular(self.chol, g.unsqueeze(-1), upper=False).squeeze(-1)
-        g_jj = prob.gram[enter, enter]
+        g_jj = prob.cloud.sq_norms[enter]
         d2 = g_jj - l_row.square().sum(dim=1)
         ok = d2 > 1e-12 * g_jj
         here = ok.nonzero(as_tuple=True)[0]
@@ -200,11 +254,12 @@ class _Active:
 
 
 def _solve_block(
-    points: torch.Tensor, gram: torch.Tensor, signs: torch.Tensor, t: torch.Tensor, cancel: CancelCheck | None
+    cloud: _Cloud, signs: torch.Tensor, t: torch.Tensor, cancel: CancelCheck | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lawson–Hanson on one block of draws; see the module docstring."""
     n_draws, n = signs.shape
-    full = _Problems(points, gram, signs, t)
+    points = cloud.points
+    full = _Problems(cloud, signs, t)
     act = _Active(full)
     out_idx = torch.full((n_draws, 1), n, dtype=torch.long, device=points.device)
     out_x = torch.zeros((n_draws, 1), dtype=points.dtype, device=points.device)

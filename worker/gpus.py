@@ -2,7 +2,8 @@
 
 The parent process must not touch CUDA (a CUDA context does not survive fork), so the GPU count comes
 from settings or ``nvidia-smi -L``, and each pool child sets ``CUDA_VISIBLE_DEVICES`` to its own index
-in ``worker_process_init``, before its first job imports a model onto the device.
+in ``worker_process_init``, before its first job imports a model onto the device. Each child also
+caps torch's threads at its share of the cores left by its data loaders (``core.threads``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import os
 import shutil
 import subprocess
 
+import torch
 from billiard.process import current_process
 
 from app.settings import Settings
+from core.features import default_workers
+from core.threads import thread_budget
 
 
 def gpu_count(settings: Settings) -> int:
@@ -34,12 +38,22 @@ def process_count(settings: Settings) -> int:
     return max(1, gpu_count(settings))
 
 
+def worker_threads(settings: Settings) -> int:
+    """torch threads for one pool child: the cores left after every child's DataLoader workers
+    (``core.features.default_workers`` for the child's device kind), shared among the children."""
+    count = gpu_count(settings)
+    loaders = default_workers(torch.device("cuda" if count > 0 else "cpu"))
+    return thread_budget(os.cpu_count() or 1, process_count(settings), loaders)
+
+
 def prepare_pool_child(settings: Settings) -> None:
-    """Give this pool child its own GPU (pool index modulo the GPU count), and let it start the
-    data-loading processes torch's DataLoader uses: pool children are daemonic by default, and a
-    daemonic process may not have children. The loaders exit with their parent (torch watches it)."""
+    """Give this pool child its own GPU (pool index modulo the GPU count), its share of the CPU
+    threads, and let it start the data-loading processes torch's DataLoader uses: pool children are
+    daemonic by default, and a daemonic process may not have children. The loaders exit with their
+    parent (torch watches it)."""
     multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
     count = gpu_count(settings)
     if count > 0:
         index = getattr(current_process(), "index", 0) or 0
         os.environ["CUDA_VISIBLE_DEVICES"] = str(index % count)
+    torch.set_num_threads(worker_threads(settings))

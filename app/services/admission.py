@@ -21,12 +21,13 @@ from core.data.archives import ArchiveLimits
 from core.data.checks import check_dataset
 from core.data.refs import PER_CLASS_MAX, Sampling
 from core.errors import ZooError
+from core.glue_cost import glue_seconds
 from core.zoo.checks import canonical_model
 from core.zoo.refs import CheckpointRef
 
 
 class TooExpensive(ZooError):
-    """A protocol whose GLUE work (classes × points × n_t × repeats) is over the service's budget."""
+    """A protocol whose estimated GLUE time (``core.glue_cost``) is over the service's budget."""
 
     code = "too_expensive"
 
@@ -43,12 +44,12 @@ class Admitted:
         return reusable_by_request(self.request)
 
 
-def glue_cost(classes: int, sampling: Sampling, protocol: ProtocolFields) -> int:
-    """GLUE's work grows with P classes × M points per class × n_t × repeats (one small QP per draw
-    over every class's points). M is capped by both the protocol and the sample; with neither set
+def glue_cost(classes: int, sampling: Sampling, protocol: ProtocolFields) -> float:
+    """Estimated single-core seconds of GLUE's solver (``core.glue_cost``, at the widest feature
+    width a zoo model has). M is capped by both the protocol and the sample; with neither set
     ("every point of every image") it is taken at the largest sample a request may ask for."""
     caps = [n for n in (protocol.points_per_class, sampling.per_class) if n is not None]
-    return classes * min(caps, default=PER_CLASS_MAX) * protocol.n_t * protocol.repeats
+    return glue_seconds(classes, min(caps, default=PER_CLASS_MAX), protocol.n_t, protocol.repeats)
 
 
 def normalised_request(body: JobRequest) -> dict[str, Any]:
@@ -68,8 +69,8 @@ def admit(body: JobRequest, settings: Settings) -> Admitted:
     cost = glue_cost(classes or 2, body.sampling, body.protocol)
     if cost > settings.glue_cost_budget:
         raise TooExpensive(
-            f"this protocol costs {cost:.3g} GLUE units (classes × points per class × n_t × repeats), "
-            f"over the service's budget of {settings.glue_cost_budget:.3g}; lower n_t, repeats or points"
+            f"this protocol's GLUE stage is estimated at {cost:.3g} core-seconds, over the service's "
+            f"budget of {settings.glue_cost_budget:.3g}; lower n_t, repeats, classes or points per class"
         )
     request = normalised_request(body.model_copy(update={"model": canonical}))
     return Admitted(request, request_key(request))

@@ -55,7 +55,14 @@ def jobs_in(database_url: str) -> int:
         ("PROGRAM", MNIST, {"protocol": {"n_t": 0}}, 422, "invalid_request"),
         ("PROGRAM", MNIST, {"protocol": {"n_t": 10**12}}, 422, "invalid_request"),
         ("PROGRAM", MNIST, {"protocol": {"repeats": 10**6}}, 422, "invalid_request"),
-        ("PROGRAM", MNIST, {"protocol": {"n_t": 100_000, "repeats": 100}}, 422, "too_expensive"),
+        # 10 classes × 50 points, 10⁷ draws: about 13,500 core-seconds (core.glue_cost).
+        (
+            "PROGRAM",
+            MNIST,
+            {"sampling": {"per_class": 500, "split": "test"}, "protocol": {"n_t": 100_000, "repeats": 100}},
+            422,
+            "too_expensive",
+        ),
         ("PROGRAM", MNIST, {"protocol": {"centering": "sideways"}}, 422, "invalid_request"),
         ("PROGRAM", MNIST, {"protocol": {"bogus": 1}}, 422, "invalid_request"),
         ("PROGRAM", MNIST, {"protocol": "fast"}, 422, "invalid_request"),
