@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
@@ -13,7 +13,9 @@ from core.zoo.refs import ModelRef
 
 
 class JobRequest(BaseModel):
-    """What to score. ``model.path`` of a checkpoint model is the id of an upload (its sha256)."""
+    """What to score. ``model.path`` of a checkpoint model is the id of an upload (its sha256).
+    A sampling without ``per_class`` extracts enough images for disjoint GLUE repeats
+    (``Sampling.for_repeats``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -21,6 +23,11 @@ class JobRequest(BaseModel):
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
     protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+
+    @model_validator(mode="after")
+    def _images_for_the_repeats(self) -> JobRequest:
+        self.sampling = self.sampling.for_repeats(self.protocol.points_per_class, self.protocol.repeats)
+        return self
 
 
 class Progress(BaseModel):
