@@ -167,7 +167,7 @@ def analyze(
     subsets, noise = repeat_subsets(classes, points_per_class, repeats, np.random.default_rng(partition))
     for keep in subsets:
         stop_if_cancelled(cancel)
-        # One child at a time: the same seeds as spawn(repeats), without building them all up front.
+        # One child at a time: the seeds of spawn(1 + repeats)[1:], without building them all up front.
         (child,) = root.spawn(1)
         d = solve_draws(
             x[keep], classes[keep], n_classes, child, n_t, centering, dichotomy, solver, dev, cancel=cancel
@@ -219,10 +219,9 @@ def solve_draws(
     problem."""
     t_rng, y_rng = (np.random.default_rng(s) for s in seed.spawn(2))
     points, scale = preprocess(x, centering)
-    cls = classes
     t = t_rng.standard_normal((n_t, points.shape[1]))
     dichotomies = draw_dichotomies(n_classes, n_t, dichotomy, y_rng)
-    signs = -dichotomies[:, cls]
+    signs = -dichotomies[:, classes]
 
     pts = torch.from_numpy(points).to(device)
     sig = torch.from_numpy(signs).to(device)
@@ -238,9 +237,8 @@ def solve_draws(
             idx = bad.cpu().numpy()
             lam[bad] = torch.from_numpy(solve_reference(points, signs[idx], t[idx])).to(device)
     n_of_t = ((sig * lam) @ pts).square().sum(dim=1)
-    return Draws(
-        pts, torch.from_numpy(cls).to(device), n_classes, tt, sig, lam, n_of_t, scale, n_fallback, dichotomies
-    )
+    cls = torch.from_numpy(classes).to(device)
+    return Draws(pts, cls, n_classes, tt, sig, lam, n_of_t, scale, n_fallback, dichotomies)
 
 
 def preprocess(x: np.ndarray, centering: str) -> tuple[np.ndarray, float]:

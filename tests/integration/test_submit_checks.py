@@ -97,7 +97,7 @@ def test_idempotency_keys(client: TestClient, program_ref: dict[str, Any], clean
     assert jobs(clean_db) == []
     first = client.post("/v1/jobs", json=_job_body(program_ref), headers={"Idempotency-Key": "k1"})
     assert first.status_code == 202, first.text
-    spelled = _job_body(program_ref, n_t=1000, repeats=1, centering="none")  # the defaults, written out
+    spelled = _job_body(program_ref, n_t=1000, repeats=5, centering="none")  # the defaults, written out
     spelled["sampling"] = {"per_class": 5, "classes": None, "seed": 0}
     again = client.post("/v1/jobs", json=spelled, headers={"Idempotency-Key": "k1"})
     assert again.status_code == 202 and again.json()["id"] == first.json()["id"]
