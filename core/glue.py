@@ -12,6 +12,10 @@ Preprocessing: float64; optional global centring; an exact rotation of the point
 a constraint; and a global rescaling to unit RMS point norm, which leaves every marker unchanged
 (all are scale-free except ``center_norm``, which is reported in the features' own units).
 
+With ``repeats`` > 1 each repeat uses its own points where the data allow it (disjoint per-class
+subsets, :mod:`core.glue_subsets`), so that the repeats' spread is the noise between two runs on
+different images; ``noise`` says how much of that noise they could see.
+
 Every result reports its regime (:mod:`core.glue_regime`): whether the drawn dichotomies are
 separable through the origin and whether N(t) saturated; a degenerate result's markers must never
 decide anything.
@@ -33,6 +37,7 @@ from core.device import resolve_device
 from core.errors import CancelCheck, stop_if_cancelled
 from core.glue_geometry import effective_geometry, radius_of
 from core.glue_regime import Regime, combine, judge, saturated_fraction, separable_fraction
+from core.glue_subsets import Noise, repeat_subsets
 from core.inputs import class_labels, finite_matrix
 from core.nnls import solve_batched, solve_reference
 from core.threads import single_threaded
@@ -65,7 +70,10 @@ class GlueResult:
     noise estimate); ``n_crit_sem`` is the Monte-Carlo standard error of ``n_crit``; ``n_fallback``
     counts the draws the fast solver handed to the reference solver because its answer failed the
     KKT check. ``regime`` says whether the analysis is degenerate (:mod:`core.glue_regime`): then
-    its markers are numbers without meaning and must never decide anything.
+    its markers are numbers without meaning and must never decide anything. ``noise`` says whether
+    the repeats used disjoint points (their spread is the full sampling noise), overlapping ones (the
+    std understates it; ``decision_std`` applies the finite-population bound) or the same ones
+    (draws only: a lower bound that must not decide), see :mod:`core.glue_subsets`.
     """
 
     capacity: float
@@ -85,10 +93,19 @@ class GlueResult:
     std: dict[str, float] | None = None
     n_fallback: int = 0
     regime: Regime | None = None
+    noise: Noise | None = None
 
     @property
     def degenerate(self) -> bool:
         return self.regime is not None and self.regime.degenerate
+
+    @property
+    def decision_std(self) -> dict[str, float] | None:
+        """``std`` scaled by the noise's inflation, the spread a decision may use; None without a
+        noise estimate or when nothing bounds it (``noise.inflation`` None: draws-only repeats)."""
+        if self.std is None or self.noise is None or self.noise.inflation is None:
+            return None
+        return {m: v * self.noise.inflation for m, v in self.std.items()}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,8 +150,10 @@ def analyze(
     """GLUE markers of the class manifolds in ``features`` (n, N) grouped by ``labels`` (n,).
 
     ``points_per_class`` subsamples each class (seeded; the paper uses 50); ``repeats`` combines
-    that many independent subsamples and draws (see ``_combine``) and reports the spread in ``std``
-    (None for one repeat: no noise estimate). ``solver`` picks the batched Lawson–Hanson solver
+    that many subsamples and draws (see ``_combine``) and reports the spread in ``std`` (None for one
+    repeat: no noise estimate). The subsamples are disjoint when every class has at least
+    repeats × points_per_class points, else they overlap; ``noise`` labels which
+    (``core.glue_subsets.repeat_subsets``). ``solver`` picks the batched Lawson–Hanson solver
     (``"fast"``, on ``device``: CUDA when present by default) or per-draw ``scipy.optimize.nnls``
     (``"reference"``). Raises ``ValueError`` on bad input.
     ``cancel`` is polled before every repeat and every solver batch: when it answers yes the analysis
@@ -145,18 +164,21 @@ def analyze(
     dev = resolve_device(device)
     runs = []
     root = np.random.SeedSequence(seed)
-    for _ in range(repeats):
+    (partition,) = root.spawn(1)
+    subsets, noise = repeat_subsets(classes, points_per_class, repeats, np.random.default_rng(partition))
+    for keep in subsets:
         stop_if_cancelled(cancel)
-        # One child at a time: the same seeds as spawn(repeats), without building them all up front.
+        # One child at a time: the seeds of spawn(1 + repeats)[1:], without building them all up front.
         (child,) = root.spawn(1)
+        # Every row kept in order (no subsampling) needs no copy: at ImageNet scale the features are GBs.
+        chosen = x if keep.size == x.shape[0] and np.array_equal(keep, np.arange(keep.size)) else x[keep]
         # Every stage is a chain of small dense steps: one CPU thread (core.threads).
         with single_threaded(dev):
             d = solve_draws(
-                x, classes, n_classes, child, n_t, centering, dichotomy, points_per_class, solver, dev,
-                cancel=cancel,
+                chosen, classes[keep], n_classes, child, n_t, centering, dichotomy, solver, dev, cancel=cancel
             )
             runs.append(_summarize(d))
-    return _combine(runs)
+    return replace(_combine(runs), noise=noise)
 
 
 def validate_inputs(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, int]:
@@ -193,21 +215,18 @@ def solve_draws(
     n_t: int,
     centering: str,
     dichotomy: str,
-    points_per_class: int | None,
     solver: str,
     device: torch.device,
     *,
     cancel: CancelCheck | None = None,
 ) -> Draws:
-    """Subsample, preprocess, draw (t_k, y_k) and solve every inner problem (inputs already valid)."""
-    sub_rng, t_rng, y_rng = (np.random.default_rng(s) for s in seed.spawn(3))
-    keep = subsample(classes, points_per_class, sub_rng)
-    # Without subsampling every row is kept in order: no copy (at ImageNet scale the features are GBs).
-    points, scale = preprocess(x if points_per_class is None else x[keep], centering)
-    cls = classes[keep]
+    """Preprocess the (already subsampled, valid) points, draw (t_k, y_k) and solve every inner
+    problem."""
+    t_rng, y_rng = (np.random.default_rng(s) for s in seed.spawn(2))
+    points, scale = preprocess(x, centering)
     t = t_rng.standard_normal((n_t, points.shape[1]))
     dichotomies = draw_dichotomies(n_classes, n_t, dichotomy, y_rng)
-    signs = -dichotomies[:, cls]
+    signs = -dichotomies[:, classes]
 
     pts = torch.from_numpy(points).to(device)
     sig = torch.from_numpy(signs).to(device)
@@ -223,22 +242,8 @@ def solve_draws(
             idx = bad.cpu().numpy()
             lam[bad] = torch.from_numpy(solve_reference(points, signs[idx], t[idx])).to(device)
     n_of_t = ((sig * lam) @ pts).square().sum(dim=1)
-    return Draws(
-        pts, torch.from_numpy(cls).to(device), n_classes, tt, sig, lam, n_of_t, scale, n_fallback, dichotomies
-    )
-
-
-def subsample(classes: np.ndarray, points_per_class: int | None, rng: np.random.Generator) -> np.ndarray:
-    """Indices of at most ``points_per_class`` points of each class, drawn without replacement."""
-    if points_per_class is None:
-        return np.arange(classes.size)
-    parts = []
-    for c in range(int(classes.max()) + 1):
-        members = np.flatnonzero(classes == c)
-        if members.size > points_per_class:
-            members = np.sort(rng.choice(members, size=points_per_class, replace=False))
-        parts.append(members)
-    return np.concatenate(parts)
+    cls = torch.from_numpy(classes).to(device)
+    return Draws(pts, cls, n_classes, tt, sig, lam, n_of_t, scale, n_fallback, dichotomies)
 
 
 def preprocess(x: np.ndarray, centering: str) -> tuple[np.ndarray, float]:

@@ -32,7 +32,7 @@ class ScoringQuery(BaseModel):
 
     dataset: str = Field(min_length=1, max_length=1100, description=DATASET_HELP)
     classes: Classes = None
-    per_class: PerClass = Sampling().per_class
+    per_class: PerClass = None  # None: points_per_class × repeats, up to each class's size
     split: Split = None
     seed: Seed = 0
     n_t: NT = ProtocolFields().n_t
@@ -41,10 +41,14 @@ class ScoringQuery(BaseModel):
 
 
 def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Scoring:
-    sampling = Sampling(classes=query.classes, per_class=query.per_class, seed=query.seed, split=query.split)
+    fields = {"classes": query.classes, "seed": query.seed, "split": query.split}
+    if query.per_class is not None:
+        fields["per_class"] = query.per_class
+    sampling = Sampling.model_validate(fields)
     protocol = ProtocolFields(
         n_t=query.n_t, seed=query.seed, points_per_class=query.points_per_class, repeats=query.repeats
     )
+    sampling = sampling.for_repeats(protocol.points_per_class, protocol.repeats)
     return triage_service.Scoring(parse_dataset_ref(query.dataset), sampling, protocol)
 
 

@@ -40,7 +40,10 @@ Url = Annotated[str, typer.Option("--url", envvar="ZOOTRIAGE_URL", help="service
 ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="ZOOTRIAGE_API_KEY", help="write key")]
 Dataset = Annotated[str, typer.Option(help=DATASET_HELP)]
 Classes = Annotated[int | None, typer.Option(help="classes to sample (default: all)")]
-PerClass = Annotated[int, typer.Option(help="images per class")]
+PerClass = Annotated[
+    int | None,
+    typer.Option(help="images per class (default: points per class × repeats, up to each class)"),
+]
 Split = Annotated[str | None, typer.Option(help="dataset split (default: the dataset's own)")]
 Seed = Annotated[int, typer.Option(help="seed of the sampling and of the markers")]
 NT = Annotated[int, typer.Option("--n-t", help="GLUE draws")]
@@ -150,7 +153,7 @@ def _warn(label: str, warnings: list[str]) -> None:
 class Scoring:
     dataset: str
     classes: int | None
-    per_class: int
+    per_class: int | None
     split: str | None
     seed: int
     n_t: int
@@ -162,7 +165,7 @@ class Scoring:
 
         sampling = {
             "classes": self.classes,
-            "per_class": self.per_class,
+            **({"per_class": self.per_class} if self.per_class is not None else {}),
             "seed": self.seed,
             "split": self.split,
         }
@@ -178,7 +181,7 @@ class Scoring:
     def query(self) -> dict[str, Any]:
         query = {
             "dataset": self.dataset,
-            "per_class": self.per_class,
+            **({"per_class": self.per_class} if self.per_class is not None else {}),
             "seed": self.seed,
             "n_t": self.n_t,
             "points_per_class": self.points_per_class,
@@ -263,7 +266,7 @@ def submit(
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     classes: Classes = None,
-    per_class: PerClass = 50,
+    per_class: PerClass = None,
     split: Split = None,
     seed: Seed = 0,
     n_t: NT = 1000,
@@ -369,7 +372,7 @@ def recommend(
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     classes: Classes = None,
-    per_class: PerClass = 50,
+    per_class: PerClass = None,
     split: Split = None,
     seed: Seed = 0,
     n_t: NT = 1000,
@@ -417,7 +420,7 @@ def rank(
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     classes: Classes = None,
-    per_class: PerClass = 50,
+    per_class: PerClass = None,
     split: Split = None,
     seed: Seed = 0,
     n_t: NT = 1000,
@@ -476,7 +479,7 @@ def gate(
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     classes: Classes = None,
-    per_class: PerClass = 50,
+    per_class: PerClass = None,
     split: Split = None,
     seed: Seed = 0,
     n_t: NT = 1000,

@@ -32,7 +32,10 @@ def score(
     model: Annotated[str, typer.Option(help=MODEL_HELP)],
     dataset: Annotated[str, typer.Option(help=DATASET_HELP)],
     classes: Annotated[int | None, typer.Option(help="classes to sample (default: all)")] = None,
-    per_class: Annotated[int | None, typer.Option(help="images per class (0: all)")] = 50,
+    per_class: Annotated[
+        int | None,
+        typer.Option(help="images per class (default: points per class × repeats, up to each class; 0: all)"),
+    ] = None,
     seed: Annotated[int, typer.Option(help="seed of the sampling and of the markers")] = 0,
     split: Annotated[str | None, typer.Option(help="dataset split (default: the dataset's own)")] = None,
     n_t: Annotated[int, typer.Option("--n-t", help="GLUE draws")] = 1000,
@@ -57,10 +60,12 @@ def score(
     try:
         model_ref = parse_model_ref(model)
         dataset_ref = parse_dataset_ref(dataset)
-        sampling = Sampling(classes=classes, per_class=per_class or None, seed=seed, split=split)
+        given = {} if per_class is None else {"per_class": per_class or None}
         protocol = Protocol(
             points_per_class=points_per_class, n_t=n_t, seed=seed, centering=cast("Centering", centering)
         )
+        sampling = Sampling.model_validate({"classes": classes, "seed": seed, "split": split, **given})
+        sampling = sampling.for_repeats(protocol.points_per_class, protocol.repeats)
         with _progress(err) as report:
             result = run_score(
                 model_ref,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.labels import Name, Tags
 from app.schemas.scoring import ProtocolFields
@@ -15,9 +15,10 @@ from core.zoo.refs import ModelRef
 
 class JobRequest(BaseModel):
     """What to score. ``model.path`` of a checkpoint model is the id of an upload (its sha256).
-
-    ``name`` and ``tags`` label the run (a checkpoint's own are used when the job gives none); they
-    are not part of what is computed, so a run already stored for the same request keeps its labels.
+    A sampling without ``per_class`` extracts enough images for disjoint GLUE repeats
+    (``Sampling.for_repeats``). ``name`` and ``tags`` label the run (a checkpoint's own are used when
+    the job gives none); they are not part of what is computed, so a run already stored for the same
+    request keeps its labels.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -28,6 +29,11 @@ class JobRequest(BaseModel):
     protocol: ProtocolFields = Field(default_factory=ProtocolFields)
     name: Name | None = None
     tags: Tags = Field(default_factory=dict, description="key=value labels, e.g. {\"team\": \"vision\"}")
+
+    @model_validator(mode="after")
+    def _images_for_the_repeats(self) -> JobRequest:
+        self.sampling = self.sampling.for_repeats(self.protocol.points_per_class, self.protocol.repeats)
+        return self
 
 
 class Progress(BaseModel):

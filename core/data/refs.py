@@ -72,6 +72,8 @@ Split = Annotated[str | None, Field(max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")
 class Sampling(BaseModel):
     """P classes (``classes``; ``None`` = all, else a seeded choice) × M images per class
     (``per_class``; ``None`` = every image), from ``split`` (``None`` = the source's default).
+    ``up_to``: ``per_class`` is a cap, a class with fewer images gives all it has (the default
+    sample of ``for_repeats``); otherwise such a class is a ``BadSampling`` error.
 
     Every number is bounded here, once: the API's routes all take this model."""
 
@@ -80,6 +82,18 @@ class Sampling(BaseModel):
     per_class: PerClass = 50
     seed: Seed = 0
     split: Split = None
+    up_to: bool = False
+
+    def for_repeats(self, points_per_class: int | None, repeats: int) -> Sampling:
+        """This sampling, with ``per_class`` filled in when the request left it out: enough images
+        for GLUE's ``repeats`` to use disjoint sets of ``points_per_class`` points
+        (``core.glue_subsets``), i.e. points_per_class × repeats (at most PER_CLASS_MAX), capped by
+        each class's size (``up_to``; a capped class makes the noise partial, and the markers say
+        so). ``points_per_class`` None (GLUE on every point) keeps every image."""
+        if "per_class" in self.model_fields_set:
+            return self
+        per_class = None if points_per_class is None else min(points_per_class * repeats, PER_CLASS_MAX)
+        return self.model_copy(update={"per_class": per_class, "up_to": True})
 
 
 def validate_dataset_ref(data: object) -> AnyDatasetRef:

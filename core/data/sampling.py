@@ -27,7 +27,8 @@ class Sample:
 
 
 def sample(images: ImageSet, sampling: Sampling) -> Sample:
-    """P classes (all, or a seeded choice) × M images each (seeded, without replacement)."""
+    """P classes (all, or a seeded choice) × M images each (seeded, without replacement; with
+    ``up_to``, every image of a class that has fewer than M)."""
     rng = np.random.default_rng(sampling.seed)
     present, counts = np.unique(images.labels, return_counts=True)
     picked = choose_classes(present, counts, sampling, rng, images.classes)
@@ -35,7 +36,8 @@ def sample(images: ImageSet, sampling: Sampling) -> Sample:
     for label in present[picked]:
         members = np.flatnonzero(images.labels == label)
         if sampling.per_class is not None:
-            members = np.sort(rng.choice(members, size=sampling.per_class, replace=False))
+            size = min(sampling.per_class, members.size)  # smaller only when up_to allows it
+            members = np.sort(rng.choice(members, size=size, replace=False))
         chosen.append(members)
     indices = np.concatenate(chosen).astype(np.int64)
     classes = tuple(int(c) for c in present[picked])
@@ -60,7 +62,7 @@ def choose_classes(
         if sampling.classes > len(present):
             raise BadSampling(f"asked for {sampling.classes} classes, the dataset has {len(present)}")
         picked = np.sort(rng.choice(picked, size=sampling.classes, replace=False))
-    if sampling.per_class is not None:
+    if sampling.per_class is not None and not sampling.up_to:
         short = [k for k in picked if counts[k] < sampling.per_class]
         if short:
             label = int(present[short[0]])

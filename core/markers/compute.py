@@ -34,6 +34,21 @@ def _arguments(spec: MarkerSpec, inputs: MarkerInputs, device: torch.device) -> 
     return args
 
 
+def _geometry_value(glue: GlueResult, value: float, std: float | None) -> MarkerValue:
+    """A GLUE marker with what may be decided on it: not decidable from a degenerate regime, nor
+    from draws-only repeats (their std omits the image noise, ``core.glue_subsets``); decidable with
+    the inflated std and the reason shown from overlapping repeats."""
+    regime, noise = glue.regime, glue.noise
+    if regime is not None and regime.degenerate:
+        reason = f"not decidable: degenerate GLUE regime: {regime.reason}"
+        return MarkerValue(value, std=std, reason=reason, decidable=False)
+    if glue.std is not None and noise is not None and noise.reason is not None:
+        if noise.inflation is None:
+            return MarkerValue(value, std=std, reason=f"not decidable: {noise.reason}", decidable=False)
+        return MarkerValue(value, std=std, reason=noise.reason)
+    return MarkerValue(value, std=std)
+
+
 def compute_markers(
     features: Any,
     labels: Any,
@@ -55,11 +70,12 @@ def compute_markers(
     (``core.device.resolve_device``: CUDA when present), passed to every marker function that takes
     one. Geometry markers share one ``core.glue.analyze`` call under ``protocol`` (default
     ``Protocol()``); when GLUE rejects degenerate data (e.g. all-zero features) they are not
-    applicable with its message; when the analysis is degenerate (``core.glue_regime``) they keep
-    their values but are not decidable, with the reason. Bad inputs, an unknown marker name or an
-    unavailable device raise ``ValueError``. ``cancel`` is polled before each marker and inside GLUE
-    (every repeat and solver batch); when it answers yes the computation stops with
-    ``core.errors.Cancelled``.
+    applicable with its message; when the analysis is degenerate (``core.glue_regime``) or its
+    repeats shared all their points (draws-only noise, ``core.glue_subsets``) they keep their values
+    but are not decidable, with the reason; overlapping repeats store the inflated std. Bad inputs,
+    an unknown marker name or an unavailable device raise ``ValueError``. ``cancel`` is polled
+    before each marker and inside GLUE (every repeat and solver batch); when it answers yes the
+    computation stops with ``core.errors.Cancelled``.
     """
     protocol = Protocol() if protocol is None else protocol
     if not isinstance(protocol, Protocol):
@@ -100,16 +116,16 @@ def compute_markers(
             if spec.group == "geometry":
                 assert glue is not None
                 value = float(spec.fn(glue=glue))
-                std = None if glue.std is None else glue.std.get(spec.name)
+                stds = glue.decision_std or glue.std
+                std = None if stds is None else stds.get(spec.name)
             else:
                 value, std = float(spec.fn(**_arguments(spec, inputs, dev))), None
         except MarkerUndefined as err:
             results[spec.name] = MarkerValue.not_applicable(str(err))
             continue
-        regime = None if glue is None else glue.regime
-        if spec.group == "geometry" and regime is not None and regime.degenerate:
-            reason = f"not decidable: degenerate GLUE regime: {regime.reason}"
-            results[spec.name] = MarkerValue(value, std=std, reason=reason, decidable=False)
+        if spec.group == "geometry":
+            assert glue is not None
+            results[spec.name] = _geometry_value(glue, value, std)
         else:
             results[spec.name] = MarkerValue(value, std=std)
     return results

@@ -31,9 +31,11 @@ class Protocol:
       mean of all rows) before GLUE.
     - ``dichotomy``: GLUE's label draws, ``"one_vs_rest"`` (default), ``"first_vs_rest"`` (two
       classes) or ``"random"`` (i.i.d. signs; not a default, see shared/GLUE.md).
-    - ``repeats``: independent GLUE repeats (default ``DEFAULT_REPEATS``); geometry markers carry
-      their standard deviation over them. ``repeats=1`` gives no noise estimate: its geometry
-      markers never decide a verdict, a ranking or a gate.
+    - ``repeats``: independent GLUE repeats (default ``DEFAULT_REPEATS``), on disjoint per-class
+      subsets when the sample has repeats × points_per_class images per class
+      (``core.glue_subsets``); geometry markers carry their standard deviation over them (inflated
+      when the subsets overlap, not decidable when every repeat saw the same points). ``repeats=1``
+      gives no noise estimate: its geometry markers never decide a verdict, a ranking or a gate.
 
     Fields are validated on construction; ``to_dict``/``from_dict`` round-trip through JSON.
     """

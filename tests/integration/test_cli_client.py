@@ -28,7 +28,7 @@ SCORING = [
     "--split",
     "test",
     "--per-class",
-    "10",
+    "50",
     "--n-t",
     "50",
     "--points-per-class",

@@ -58,7 +58,7 @@ def test_lenet5_pair_ranked_on_mnist(
     body: dict[str, Any] = {
         "candidates": [{"source": "checkpoint", "path": path} for path in paths.values()],
         "dataset": MNIST,
-        "sampling": {"per_class": 20, "split": "test"},
+        "sampling": {"split": "test"},  # the default: 20 × 5 repeats images per class, disjoint
         "protocol": {"n_t": 100, "points_per_class": 20},
     }
     pending = http.post("/v1/rankings", json=body)

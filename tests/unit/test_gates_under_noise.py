@@ -1,9 +1,11 @@
 """Gates that do not flake, on a real network's features: ccexam's MNIST CNN on builtin:mnist.
 
-Each GLUE analysis is one scored run (its own seed: class subsample and draws); a gate compares two
-runs' markers as the service does (``MarkerRecord`` with the run's repeats). The same weights gated
-against themselves must never fail under 20 seeds; the same network with half its penultimate units
-zeroed must fail under every seed.
+Each GLUE analysis is one scored run: its seed samples its own MNIST test images (REPEATS × POINTS
+per class, so that the repeats are disjoint, ``core.glue_subsets``) and its own draws; a gate
+compares two runs' markers as the service does (``MarkerRecord`` with the run's repeats and the std
+a decision may use). The same weights gated against themselves must never fail under 20 seeds, each
+pair on different images; the same network with half its penultimate units zeroed must fail under
+every seed.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from tests.mnist_features import ccexam_features
 
 SEEDS = range(20)
 REPEATS = 3
+POINTS = 12
 RULES = ("dimension: max_relative_drop 0.05", "utilization: max_relative_drop 0.05")
 
 
 @cache
-def features(variant: str) -> tuple[np.ndarray, np.ndarray]:
-    x, y = ccexam_features(per_class=20)
+def features(variant: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    x, y = ccexam_features(per_class=REPEATS * POINTS, seed=seed)
     if variant == "half_zeroed":
         x = x.copy()
         x[:, ::2] = 0.0
@@ -33,13 +36,13 @@ def features(variant: str) -> tuple[np.ndarray, np.ndarray]:
 
 @cache
 def run(variant: str, seed: int) -> GlueResult:
-    x, y = features(variant)
-    return analyze(x, y, n_t=100, points_per_class=12, repeats=REPEATS, seed=seed)
+    x, y = features(variant, seed)
+    return analyze(x, y, n_t=100, points_per_class=POINTS, repeats=REPEATS, seed=seed)
 
 
 def record(name: str, result: GlueResult) -> MarkerRecord:
     values = {m: getattr(result, m) for m in MARKERS}
-    return MarkerRecord(name, values, result.std or {}, repeats=result.repeats)
+    return MarkerRecord(name, values, result.decision_std or {}, repeats=result.repeats)
 
 
 def gate(candidate: GlueResult, baseline: GlueResult) -> str:
@@ -47,8 +50,12 @@ def gate(candidate: GlueResult, baseline: GlueResult) -> str:
     return evaluate_gate(record("candidate", candidate), record("baseline", baseline), rules).status
 
 
-def test_real_features_are_in_the_valid_regime() -> None:
-    assert not run("same", 0).degenerate and not run("half_zeroed", 0).degenerate
+def test_real_features_are_in_the_valid_regime_with_disjoint_repeats_on_new_images() -> None:
+    for variant in ("same", "half_zeroed"):
+        result = run(variant, 0)
+        assert not result.degenerate
+        assert result.noise is not None and result.noise.kind == "disjoint"
+    assert not np.array_equal(features("same", 0)[0], features("same", 1)[0])
 
 
 def test_the_same_weights_never_fail_against_themselves() -> None:
@@ -67,8 +74,8 @@ def test_half_the_units_zeroed_fails_under_every_seed() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_one_repeat_never_decides(seed: int) -> None:
-    x, y = features("half_zeroed")
-    worse = analyze(x, y, n_t=100, points_per_class=12, seed=seed)
-    base = analyze(*features("same"), n_t=100, points_per_class=12, seed=seed + 100)
+    x, y = features("half_zeroed", seed)
+    worse = analyze(x, y, n_t=100, points_per_class=POINTS, seed=seed)
+    base = analyze(*features("same", seed + 1), n_t=100, points_per_class=POINTS, seed=seed + 1)
     assert worse.std is None
     assert gate(worse, base) == "inconclusive"

@@ -16,15 +16,15 @@ from core.glue import MARKERS, analyze, solve_draws, validate_inputs
 from core.glue import _summarize as summarize
 from core.glue_geometry import anchor_coefficients, anchor_points
 from core.glue_regime import separable_fraction
+from core.glue_subsets import repeat_subsets
 
 CPU = torch.device("cpu")
 
 
-def draws(x, y, *, n_t=300, seed=0, centering="none", dichotomy="one_vs_rest", solver="fast", ppc=None):
+def draws(x, y, *, n_t=300, seed=0, centering="none", dichotomy="one_vs_rest", solver="fast"):
     feats, classes, p = validate_inputs(x, y)
-    return solve_draws(
-        feats, classes, p, np.random.SeedSequence(seed), n_t, centering, dichotomy, ppc, solver, CPU
-    )
+    seq = np.random.SeedSequence(seed)
+    return solve_draws(feats, classes, p, seq, n_t, centering, dichotomy, solver, CPU)
 
 
 def small_relu():
@@ -277,9 +277,11 @@ def test_capacity_over_repeats_is_p_over_mean_n_crit_and_the_identity_is_exact(n
     x, y = DATASETS[name]()
     combined = analyze(x, y, n_t=150, seed=2, repeats=4, points_per_class=15)
     feats, classes, p = validate_inputs(x, y)
+    partition, *children = np.random.SeedSequence(2).spawn(5)
+    subsets, _ = repeat_subsets(classes, 15, 4, np.random.default_rng(partition))
     runs = [
-        summarize(solve_draws(feats, classes, p, child, 150, "none", "one_vs_rest", 15, "fast", CPU))
-        for child in np.random.SeedSequence(2).spawn(4)
+        summarize(solve_draws(feats[k], classes[k], p, child, 150, "none", "one_vs_rest", "fast", CPU))
+        for k, child in zip(subsets, children, strict=True)
     ]
     mean_n_crit = np.mean([r.n_crit for r in runs])
     assert combined.n_crit == pytest.approx(mean_n_crit, rel=1e-12)

@@ -201,9 +201,11 @@ def test_real_glue_wiring():
     protocol = Protocol(points_per_class=10, n_t=100, seed=1, repeats=2)
     out = compute_markers(features, labels, protocol=protocol, names=GEOMETRY_FIELDS, device="cpu")
     direct = analyze(features, labels, n_t=100, seed=1, points_per_class=10, repeats=2, device="cpu")
+    assert direct.noise is not None and direct.noise.kind == "overlapping"  # 12 points, 2 repeats of 10
     for name in GEOMETRY_FIELDS:
         assert out[name].value == pytest.approx(getattr(direct, name), rel=1e-9)
-        assert out[name].std == pytest.approx(direct.std[name], rel=1e-9, abs=1e-12)
+        assert out[name].std == pytest.approx(direct.decision_std[name], rel=1e-9, abs=1e-12)
+        assert out[name].decidable and out[name].reason == direct.noise.reason
 
 
 def test_explicit_cpu_equals_the_default_without_cuda(data, monkeypatch):

@@ -35,7 +35,7 @@ DATASETS = {
 def reference_draws(name, centering, dichotomy):
     feats, classes, p = validate_inputs(*DATASETS[name]())
     seed = np.random.SeedSequence(5)
-    return solve_draws(feats, classes, p, seed, 120, centering, dichotomy, None, "reference", CPU)
+    return solve_draws(feats, classes, p, seed, 120, centering, dichotomy, "reference", CPU)
 
 
 @pytest.mark.parametrize("route", ["gram", "primal"])
@@ -74,7 +74,7 @@ def peak():
 
 feats, classes, p = validate_inputs(*relu_like(seed=0, n_classes={_P}, per_class={_M}, dim={_N}))
 cpu = torch.device("cpu")
-args = (np.random.SeedSequence(0), {_N_T}, "none", "one_vs_rest", None, "fast", cpu)
+args = (np.random.SeedSequence(0), {_N_T}, "none", "one_vs_rest", "fast", cpu)
 solve_draws(feats[:200], classes[:200], 4, *args)  # warm up: libraries loaded, pools made
 before = peak()
 d = solve_draws(feats, classes, p, *args)
