@@ -160,7 +160,7 @@ def verdict(v1: MarkerRecord, v2: MarkerRecord, rule: Rule = GEOMETRY_RULE) -> V
         if c.marker in record.undecidable
     ]
     if degenerate:
-        return undecided(f"degenerate regime ({'; '.join(degenerate)})")
+        return undecided(f"not decidable ({'; '.join(degenerate)})")
     if any(c.p_value is None for c in comparisons):
         return undecided(NO_NOISE_ESTIMATE)
     noisy = [c for c in comparisons if c.favours is None]
@@ -275,7 +275,7 @@ def _unrankable(record: MarkerRecord, rule: Rule) -> str | None:
     if missing:
         return f"missing marker(s): {', '.join(missing)}"
     bad = [f"{m}: {record.undecidable[m]}" for m in rule.markers if m in record.undecidable]
-    return f"degenerate regime ({'; '.join(bad)})" if bad else None
+    return f"not decidable ({'; '.join(bad)})" if bad else None
 
 
 def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking:
@@ -543,7 +543,7 @@ def evaluate_gate(candidate: MarkerRecord, baseline: MarkerRecord, rules: Sequen
             status: GateStatus = "failed"
             reason = "the candidate has no value for this metric"
         elif degenerate:
-            status, reason = "inconclusive", f"degenerate regime: {degenerate}"
+            status, reason = "inconclusive", f"not decidable: {degenerate}"
         else:
             status, reason, interval_ = _check(rule, cand, base)
         outcomes.append(

@@ -285,7 +285,7 @@ def test_gate_on_a_degenerate_run_is_inconclusive(api: TestClient, database_url:
         database_url, "cand", {"dimension": 1.0, "utilization": 0.4}, undecidable={"dimension": why}
     )
     rule = api.post("/v1/gates", json=gate_body(cand, base, ["dimension: max_drop 0.1"])).json()["rules"][0]
-    assert rule["status"] == "inconclusive" and rule["reason"] == f"degenerate regime: {why}"
+    assert rule["status"] == "inconclusive" and rule["reason"] == f"not decidable: {why}"
 
 
 def test_unknown_triage_rules_are_422(api: TestClient) -> None:

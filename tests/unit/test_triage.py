@@ -97,7 +97,7 @@ def test_verdict_in_a_degenerate_regime_is_undecided() -> None:
     flagged = rec("b", 9.0, 0.9, undecidable={"dimension": "n > N"})
     result = verdict(rec("a", 1.0, 0.1), flagged)
     assert result.decision == "undecided"
-    assert result.reason.startswith("undecided: degenerate regime (dimension of v2: n > N")
+    assert result.reason.startswith("undecided: not decidable (dimension of v2: n > N")
 
 
 @pytest.mark.parametrize("missing", ["v1", "v2"])
@@ -190,7 +190,7 @@ def test_rank_leaves_degenerate_and_incomplete_candidates_unranked() -> None:
     ranking = rank(records)
     assert [(e.name, e.rank) for e in ranking.entries] == [("ok", 1), ("blank", None), ("flagged", None)]
     assert ranking.entries[1].missing == ("dimension", "logme")
-    assert ranking.entries[2].unrankable == "degenerate regime (utilization: not separable)"
+    assert ranking.entries[2].unrankable == "not decidable (utilization: not separable)"
     assert ranking.pick == "ok"
 
 
@@ -290,7 +290,7 @@ def test_gate_without_noise_estimate_or_in_a_degenerate_regime_is_inconclusive()
     assert one.status == "inconclusive" and "no noise estimate (repeats=1)" in one.outcomes[0].reason
     flagged = rec("c", 0.5, 0.4, undecidable={"dimension": "not separable"})
     bad = evaluate_gate(flagged, rec("b", 1.0, 0.4), [rule])
-    assert bad.status == "inconclusive" and bad.outcomes[0].reason == "degenerate regime: not separable"
+    assert bad.status == "inconclusive" and bad.outcomes[0].reason == "not decidable: not separable"
 
 
 def test_a_failed_rule_outweighs_an_inconclusive_one() -> None:
