@@ -69,7 +69,7 @@ def test_lenet5_pair_ranked_on_mnist(
     answer = http.post("/v1/rankings", json=body)
     assert answer.status_code == 200, answer.text
     ranking = answer.json()
-    labels = {f"ckpt:{path}" for path in paths.values()}
+    labels = {digit_programs[kind].name for kind in paths}  # an upload is labelled by its file name
     assert {e["label"] for e in ranking["entries"]} == labels
     assert all(e["rank"] is not None and e["id_accuracy_rank"] is not None for e in ranking["entries"])
     assert all(e["missing"] == [] for e in ranking["entries"])  # label spaces match: id_accuracy exists
