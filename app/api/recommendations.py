@@ -53,6 +53,7 @@ def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Sco
 
 
 ScoringDep = Annotated[triage_service.Scoring, Depends(scoring_query)]
+RuleName = Annotated[str, Query(max_length=64, description="geometry, id_accuracy, logme or a marker name")]
 
 
 @router.get("", response_model=RecommendationPage, responses=responses(403, 404, 422))
@@ -64,8 +65,11 @@ def list_recommendations(
     cursor: Annotated[
         str | None, Query(max_length=64, description="the last architecture of the previous page")
     ] = None,
+    rule: RuleName = "geometry",
 ) -> RecommendationPage:
-    """Every torchvision architecture with v1/v2 weights, with the verdict computed so far (or null)."""
+    """Every torchvision architecture with v1/v2 weights, with the verdict ``rule`` gives on the runs
+    stored so far (or null), and the rule with its back-test evidence."""
+    chosen = triage_service.triage_rule(rule)
     architectures = sorted(triage_service.weight_pairs())
     if cursor is not None:
         if cursor not in architectures:
@@ -73,8 +77,12 @@ def list_recommendations(
         architectures = architectures[architectures.index(cursor) + 1 :]
     size = min(limit, settings.page_size_max)
     page = architectures[:size]
-    items = triage_service.recommendations_so_far(session, scoring, page)
-    return RecommendationPage(items=items, next_cursor=page[-1] if len(architectures) > size else None)
+    items = triage_service.recommendations_so_far(session, scoring, page, chosen)
+    return RecommendationPage(
+        items=items,
+        rule=triage_service.rule_used(chosen, scoring.protocol),
+        next_cursor=page[-1] if len(architectures) > size else None,
+    )
 
 
 @router.get(
@@ -91,9 +99,7 @@ def get_recommendation(
     settings: SettingsDep,
     scoring: ScoringDep,
     _: WriteAccess,
-    rule: Annotated[
-        str, Query(max_length=64, description="geometry, id_accuracy, logme or a marker name")
-    ] = "geometry",
+    rule: RuleName = "geometry",
 ) -> JSONResponse:
     """v1, v2 or undecided for ``arch`` by ``rule`` beyond the noise, each weights' markers and ImageNet
     acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule; 202 with the jobs

@@ -113,6 +113,7 @@ class RecommendationSummary(BaseModel):
 
 class RecommendationPage(BaseModel):
     items: list[RecommendationSummary]
+    rule: RuleUsed = Field(description="the rule every verdict of the page applied, with its evidence")
     next_cursor: str | None
 
 

@@ -272,7 +272,7 @@ def recommend(
 
 
 def recommendations_so_far(
-    session: Session, scoring: Scoring, architectures: list[str]
+    session: Session, scoring: Scoring, architectures: list[str], rule: Rule
 ) -> list[RecommendationSummary]:
     """The verdicts the stored runs already give, computing nothing and opening nothing: an
     architecture whose two runs are not both stored for this dataset, sampling and protocol (found by
@@ -296,7 +296,9 @@ def recommendations_so_far(
         result = None
         if found[0] is not None and found[1] is not None:
             result = verdict(
-                record_of(V1, found[0], markers[found[0].id]), record_of(V2, found[1], markers[found[1].id])
+                record_of(V1, found[0], markers[found[0].id]),
+                record_of(V2, found[1], markers[found[1].id]),
+                rule,
             )
         items.append(
             RecommendationSummary(

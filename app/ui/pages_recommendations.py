@@ -36,5 +36,9 @@ def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
     except ZooError as exc:
         error = ApiError(exc.http_status, exc.code, exc.message)
         return render(request, "recommendations.html", {**context, "error": error}, status=exc.http_status)
-    items = triage_service.recommendations_so_far(session, scoring, sorted(triage_service.weight_pairs()))
-    return render(request, "recommendations.html", {**context, "items": items})
+    rule = triage_service.triage_rule("geometry")
+    items = triage_service.recommendations_so_far(
+        session, scoring, sorted(triage_service.weight_pairs()), rule
+    )
+    used = triage_service.rule_used(rule, scoring.protocol)
+    return render(request, "recommendations.html", {**context, "items": items, "rule": used})

@@ -209,6 +209,12 @@ def test_recommendation_list_shows_verdicts_of_stored_runs(api: TestClient, data
         by_arch["mobilenet_v2"]["id_accuracy_pick"] == "v2" and by_arch["mobilenet_v2"]["picks_agree"] is True
     )
     assert by_arch["resnet50"]["verdict"] is None and by_arch["resnet50"]["v1_acc1"] == 76.13
+    rule = everything["rule"]
+    assert rule["name"] == "geometry" and "does NOT show this rule beating ID accuracy" in rule["evidence"]
+    by_logme = api.get(f"/v1/recommendations?{QUERY}&limit=100&rule=logme").json()
+    assert by_logme["rule"]["name"] == "logme"
+    assert {i["architecture"]: i["verdict"] for i in by_logme["items"]}["mobilenet_v2"] == "undecided"
+    assert api.get(f"/v1/recommendations?{QUERY}&rule=nope").json()["code"] == "unknown_rule"
     other_protocol = api.get(f"/v1/recommendations?{QUERY.replace('n_t=20', 'n_t=30')}&limit=100").json()
     assert all(item["verdict"] is None for item in other_protocol["items"])
     page = api.get(f"/v1/recommendations?{QUERY}&limit=10").json()
