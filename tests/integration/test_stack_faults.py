@@ -101,6 +101,19 @@ def runs_with_key(database_url: str, job_id: str) -> int:
         return int(session.scalar(select(func.count()).select_from(Run).where(Run.run_key == key)) or 0)
 
 
+def finished_by_a_new_worker(stack: Stack, http: httpx.Client, location: str, attempts: int) -> None:
+    """Start a worker, let it finish the job, stop it: the job succeeded after ``attempts`` claims and
+    stored exactly one run."""
+    stack.start_worker()
+    try:
+        job, _ = wait(http, location, timeout=120)
+    finally:
+        stack.stop_worker()
+    assert job["status"] == "succeeded", job
+    assert job["attempts"] == attempts, job
+    assert runs_with_key(stack.env["ZOOTRIAGE_DATABASE_URL"], job["id"]) == 1
+
+
 def test_a_whole_worker_killed_mid_job_is_requeued_by_the_reaper(
     faulty: Stack, mnist_program: Path, tmp_path: Path
 ) -> None:
@@ -118,14 +131,7 @@ def test_a_whole_worker_killed_mid_job_is_requeued_by_the_reaper(
     faulty.kill_worker()
     wait_for(http, location, "queued", timeout=30)  # no redelivery for 2 h: the reaper requeued it
     release.touch()
-    faulty.start_worker()
-    try:
-        job, _ = wait(http, location, timeout=120)
-    finally:
-        faulty.stop_worker()
-    assert job["status"] == "succeeded", job
-    assert job["attempts"] == 2, job
-    assert runs_with_key(faulty.env["ZOOTRIAGE_DATABASE_URL"], job["id"]) == 1
+    finished_by_a_new_worker(faulty, http, location, attempts=2)
 
 
 def test_a_job_queued_across_a_redis_restart_still_runs(
@@ -139,14 +145,7 @@ def test_a_job_queued_across_a_redis_restart_still_runs(
     broker.stop()  # no persistence: the message is gone with it
     broker.start()
     assert http.get(location).json()["status"] == "queued"
-    faulty.start_worker()
-    try:
-        job, _ = wait(http, location, timeout=120)
-    finally:
-        faulty.stop_worker()
-    assert job["status"] == "succeeded", job
-    assert job["attempts"] == 1, job
-    assert runs_with_key(faulty.env["ZOOTRIAGE_DATABASE_URL"], job["id"]) == 1
+    finished_by_a_new_worker(faulty, http, location, attempts=1)
 
 
 def test_cancel_during_the_marker_stage_frees_the_worker(faulty: Stack, mnist_program: Path) -> None:
