@@ -34,6 +34,16 @@ def plan_commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"K/N"`` → (K, N); raises ValueError on anything else."""
+    if text is None:
+        return None
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit()):
+        raise ValueError(f"--shard must look like 2/3, got {text!r}")
+    return int(k), int(n)
+
+
 def study2(
     config: Annotated[Path, typer.Argument(help="study config (TOML), e.g. studies/preregistered.toml")],
     out: Annotated[Path | None, typer.Option(help="state folder: checkpoints and per-model records")] = None,
@@ -41,6 +51,9 @@ def study2(
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:1, ...")] = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads for torch and BLAS (the plan: 1-2)")] = 2,
     time_only: Annotated[bool, typer.Option("--time-only", help="time one epoch per architecture")] = False,
+    shard: Annotated[
+        str | None, typer.Option(help="K/N: train only every N-th model from the K-th; no report")
+    ] = None,
 ) -> None:
     """The pre-registered back-test: does ID geometry predict class-level transfer?"""
     from core.backtest.config import load_config
@@ -59,7 +72,12 @@ def study2(
             typer.echo(json.dumps(timing, indent=1))
             return
         state = out or Path("study-runs") / cfg.name
-        run = run_study(cfg, state, device=device, threads=threads, progress=err.print)
+        run = run_study(
+            cfg, state, device=device, threads=threads, progress=err.print, shard=parse_shard(shard)
+        )
+        if run is None:
+            err.print(f"shard {shard} done; run again without --shard for the report")
+            return
         results = build_results(run, cfg, plan_commit=plan_commit())
         folder = report_dir or state / f"report-{dt.date.today().isoformat()}"
         write_report(

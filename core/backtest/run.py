@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,7 +39,7 @@ CPU_HOURS_BUDGET = 6.0
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as JSON so that ``path`` is either absent or complete."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # shards may write the same file at once
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
 
@@ -138,16 +139,22 @@ def run_study(
     threads: int = 2,
     progress: Progress | None = None,
     after_model: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+    shard: tuple[int, int] | None = None,
+) -> dict[str, Any] | None:
     """Train and measure every model not already done under ``out``.
 
     Returns ``{"models", "floors", "probe", "splits", "n_scored"}``. ``after_model(name)`` is called
-    after each newly written record (tests use it to interrupt a run).
+    after each newly written record (tests use it to interrupt a run). With ``shard=(k, n)`` only the
+    models whose position in :func:`model_specs` is k − 1 modulo n are trained, and None is returned:
+    n processes with k = 1 … n share one ``out`` (each record is written atomically, and the probe
+    state, computed the same way by each, too); a run without a shard then gathers every record.
     """
+    if shard is not None and not 1 <= shard[0] <= shard[1]:
+        raise ValueError(f"shard must be k/n with 1 <= k <= n, got {shard[0]}/{shard[1]}")
     dev = resolve_device(device)
     limits = limit_threads(dev, threads)
     try:
-        return _run(config, out, dev, progress or (lambda _: None), after_model)
+        return _run(config, out, dev, progress or (lambda _: None), after_model, shard)
     finally:
         if limits is not None:
             limits.restore_original_limits()
@@ -159,7 +166,8 @@ def _run(
     dev: torch.device,
     say: Progress,
     after_model: Callable[[str], None] | None,
-) -> dict[str, Any]:
+    shard: tuple[int, int] | None,
+) -> dict[str, Any] | None:
     _check_state(config, out)
     specs = model_specs(config)
     models, floors, probe, splits, n_scored = [], [], {}, {}, {}
@@ -171,15 +179,21 @@ def _run(
         probe[task] = {"c": state["c"], "validation_accuracy": state["validation_accuracy"]}
         floors += state["floors"]
         n_scored[task] = state["n_scored"]
-        for spec in (s for s in specs if s.task == task):
+        for index, spec in enumerate(specs):
+            if spec.task != task:
+                continue
             done += 1
             path = out / "models" / f"{spec.name}.json"
+            if shard is not None and index % shard[1] != shard[0] - 1:
+                continue
             if not path.exists():
                 say(f"[{done}/{len(specs)}] {spec.name}")
                 write_json(path, _record(spec, data, config, state["c"], out, dev, say))
                 if after_model is not None:
                     after_model(spec.name)
             models.append(json.loads(path.read_text()))
+    if shard is not None:
+        return None
     return {"models": models, "floors": floors, "probe": probe, "splits": splits, "n_scored": n_scored}
 
 
