@@ -106,6 +106,21 @@ def test_a_run_killed_after_one_model_resumes_to_identical_results(tmp_path: Pat
     assert _records(tmp_path / "killed") == _records(tmp_path / "straight")
     assert resumed == straight
 
+    # Two shards split the models between them; the gathering run then trains nothing.
+    sharded = tmp_path / "sharded"
+    for k in (1, 2):
+        assert run_study(config, sharded, device="cpu", threads=1, shard=(k, 2)) is None
+        assert 0 < len(_records(sharded)) <= len(_records(tmp_path / "straight"))
+    assert run_study(config, sharded, device="cpu", threads=1, after_model=_kill) == straight
+
+
+def test_a_bad_shard_is_refused(tmp_path: Path) -> None:
+    config = _small(load_config(STUDIES / "tiny.toml"))
+    with pytest.raises(ValueError, match="shard"):
+        run_study(config, tmp_path, device="cpu", threads=1, shard=(3, 2))
+    result = CliRunner().invoke(app, ["study2", str(STUDIES / "tiny.toml"), "--shard", "x"])
+    assert result.exit_code == 2 and "--shard" in result.output
+
 
 def test_another_config_in_the_same_folder_is_refused(tmp_path: Path) -> None:
     config = _small(load_config(STUDIES / "tiny.toml"))
