@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     data_roots: Annotated[list[Path], NoDecode] = Field(default_factory=list)
     upload_dir: Path | None = None
     cache_dir: Path | None = None
+    # Where shared objects live (app.storage.open_store): unset keeps the feature cache in ``cache_dir``;
+    # ``s3://bucket/prefix?endpoint=http://host:9000`` puts it in an object store every worker sees
+    # (``cache_dir`` then holds only temporary downloads).
+    storage_url: str | None = None
     upload_limit_bytes: int = 512 * 1024 * 1024
     # Every other request body (JSON): the largest legitimate one, a back-test of 5000 runs, is ~300 kB.
     body_limit_bytes: int = 1024 * 1024

@@ -11,8 +11,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,7 +18,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from core.data.archives import ArchiveLimits
@@ -28,9 +25,10 @@ from core.data.open import open_dataset
 from core.data.refs import AnyDatasetRef, Sampling
 from core.data.sampling import sample
 from core.device import resolve_device
-from core.errors import CancelCheck, InsufficientStorage
+from core.errors import CancelCheck
 from core.extraction import extract_isolated
-from core.features import Extraction, Progress, default_workers
+from core.feature_cache import FeatureCache
+from core.features import Progress, default_workers
 from core.isolation import ChildLimits
 from core.markers import MarkerValue, Protocol, compute_markers
 from core.zoo.loader import ModelInfo
@@ -69,7 +67,7 @@ def score(
     *,
     device: str | torch.device | None = None,
     progress: Progress | None = None,
-    cache_dir: str | Path | None = None,
+    cache: FeatureCache | str | Path | None = None,
     data_roots: Sequence[str | Path] = (),
     limits: ArchiveLimits | None = None,
     batch_size: int = 64,
@@ -83,7 +81,8 @@ def score(
     datasets are read only under those roots. ``num_workers`` data-loading processes (default: by
     device and cores; none inside a daemonic process such as a Celery prefork child). ``cancel`` is
     polled while the child runs and throughout the marker stage (``core.errors.Cancelled`` stops
-    both). A full disk under ``cache_dir`` raises ``core.errors.InsufficientStorage``.
+    both). ``cache`` keeps extractions (a folder path is a local cache, ``FeatureCache.folder``); a
+    full disk under it raises ``core.errors.InsufficientStorage``.
 
     The model is loaded and run only in an isolated child (``core.isolation``), for every kind of
     reference: one path, whether the weights are a user's upload or a library's download. The feature
@@ -97,7 +96,8 @@ def score(
         chosen = sample(images, sampling)
     key = _cache_key(model, chosen.fingerprint, dev)
     start = time.perf_counter()
-    cached = _read_cache(cache_dir, key)
+    store = FeatureCache.folder(cache) if isinstance(cache, str | Path) else cache
+    cached = store.read(key) if store is not None else None
     if cached is None:
         workers = default_workers(dev) if num_workers is None else num_workers
         request = {
@@ -113,7 +113,8 @@ def score(
         extraction, described = extract_isolated(model, request, dev, report, child_limits, cancel)
         timings.update(described["timings"])  # load_model and extract, as the child measured them
         timings["child"] = time.perf_counter() - start  # those plus its start, imports and dataset
-        _write_cache(cache_dir, key, extraction, described)
+        if store is not None:
+            store.write(key, extraction, described)
     else:
         extraction, described = cached
         timings["extract"] = time.perf_counter() - start
@@ -175,48 +176,3 @@ def _cache_key(
         "version": EXTRACTION_VERSION,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
-
-
-def _read_cache(cache_dir: str | Path | None, key: str) -> tuple[Extraction, dict[str, Any]] | None:
-    if cache_dir is None:
-        return None
-    path = Path(cache_dir) / f"{key}.npz"
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            described = json.loads(data["described"].tobytes())
-            return Extraction(data["features"], data["logits"], data["labels"]), described
-    except (OSError, ValueError, KeyError):
-        return None  # a damaged entry is recomputed and overwritten
-
-
-def _write_cache(
-    cache_dir: str | Path | None, key: str, extraction: Extraction, described: dict[str, Any]
-) -> None:
-    """Write to a temporary file and rename, so readers never see a partial entry. The model's
-    description is stored with the arrays (as JSON bytes) so a cache hit needs no model.
-
-    A failed write removes its temporary file (a full disk must not fill up further with partial
-    entries); a disk or quota that is full becomes ``InsufficientStorage``, anything else propagates.
-    """
-    if cache_dir is None:
-        return
-    folder = Path(cache_dir)
-    text = np.frombuffer(json.dumps(described).encode(), dtype=np.uint8)
-    partial: Path | None = None
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
-            partial = Path(handle.name)
-            np.savez(
-                handle, features=extraction.features, logits=extraction.logits, labels=extraction.labels,
-                described=text,
-            )
-        os.replace(partial, folder / f"{key}.npz")
-    except BaseException as exc:
-        if partial is not None:
-            partial.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
-            raise InsufficientStorage("the service's feature cache is out of disk space") from exc
-        raise

@@ -27,6 +27,7 @@ from app.db.run_key import reusable_by_request, run_key
 from app.db.session import session_scope
 from app.references import local_model, parse_request
 from app.settings import Settings
+from app.storage import feature_cache
 from core.device import resolve_device
 from core.isolation import ChildLimits
 from core.markers import list_markers
@@ -121,7 +122,7 @@ def compute(settings: Settings, claimed: Claimed) -> ScoreResult:
         protocol,
         device=resolve_device(None),
         progress=progress,
-        cache_dir=settings.effective_cache_dir,
+        cache=feature_cache(settings),
         data_roots=settings.effective_data_roots,
         child_limits=ChildLimits(wall_s=settings.job_time_limit_s),
         cancel=progress.cancelled,

@@ -74,7 +74,7 @@ def score(
                 protocol,
                 device=device,
                 progress=report,
-                cache_dir=cache_dir,
+                cache=cache_dir,
                 data_roots=data_root or [Path.cwd()],
                 batch_size=batch_size,
             )

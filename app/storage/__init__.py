@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from app.storage.base import Corrupt, NotFound, StorageError, Store, content_key
-from app.storage.local import LocalStore
+from app.settings import Settings
+from core.feature_cache import FeatureCache
+from core.storage import LocalStore, Store
 
-__all__ = ["Corrupt", "LocalStore", "NotFound", "StorageError", "Store", "content_key", "open_store"]
+__all__ = ["feature_cache", "open_store"]
 
 
 def open_store(url: str | None, default_root: Path) -> Store:
@@ -36,3 +37,14 @@ def open_store(url: str | None, default_root: Path) -> Store:
             region=query.get("region", [None])[0],
         )
     raise ValueError(f"storage URL {url!r}: the scheme must be file:// or s3://")
+
+
+def feature_cache(settings: Settings) -> FeatureCache:
+    """The workers' feature cache: the local ``cache_dir``, or the object store of ``storage_url``
+    (with ``cache_dir`` for temporary downloads)."""
+    if not settings.storage_url:
+        return FeatureCache.folder(settings.effective_cache_dir)
+    return FeatureCache(
+        open_store(settings.storage_url, settings.effective_cache_dir),
+        settings.effective_cache_dir / ".scratch",
+    )

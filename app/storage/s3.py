@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.storage.base import NotFound, StorageError, Store, addressed_sha256, check_key, verify
+from core.storage.base import NotFound, StorageError, Store, addressed_sha256, check_key, verify
 
 
 class S3Store(Store):
@@ -43,7 +43,7 @@ class S3Store(Store):
     def _name(self, key: str) -> str:
         return self.prefix + check_key(key)
 
-    def put_file(self, key: str, path: Path) -> None:
+    def put_file(self, key: str, path: Path, *, consume: bool = False) -> None:
         verify(key, path)
         if addressed_sha256(key) is not None and self.exists(key):
             return  # content-addressed: the same name holds the same bytes

@@ -12,8 +12,9 @@ from pathlib import Path
 import boto3
 import pytest
 
-from app.storage import Corrupt, LocalStore, NotFound, Store, content_key, open_store
+from app.storage import open_store
 from app.storage.s3 import S3Store
+from core.storage import Corrupt, LocalStore, NotFound, Store, content_key
 from tests.integration.servers import S3Server
 
 pytestmark = pytest.mark.integration
@@ -149,3 +150,43 @@ def test_storage_urls(tmp_path: Path) -> None:
     for bad in ["ftp://host/x", "s3:///nobucket"]:
         with pytest.raises(ValueError):
             open_store(bad, tmp_path)
+
+
+def test_open_local_gives_the_bytes_and_cleans_up(store: Store, tmp_path: Path) -> None:
+    store.put_bytes("features/k.npz", b"array bytes", tmp_path / "scratch")
+    scratch = tmp_path / "mirror"
+    scratch.mkdir()
+    with store.open_local("features/k.npz", scratch) as path:
+        assert path.read_bytes() == b"array bytes"
+    assert not list(scratch.iterdir())
+    with pytest.raises(FileNotFoundError), store.open_local("features/absent.npz", scratch):
+        pass
+
+
+def test_a_second_worker_host_reuses_features_through_the_object_store(
+    s3_server: S3Server, aws_env: None, digit_programs: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two workers with their own disks and one S3 store: the second scores from the first's features."""
+    from app.settings import Settings
+    from app.storage import feature_cache
+    from core.data.refs import Sampling, parse_dataset_ref
+    from core.markers import Protocol
+    from core.scoring import score
+    from core.zoo.refs import parse_model_ref
+
+    bucket = f"zt-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=s3_server.url).create_bucket(Bucket=bucket)
+    url = f"s3://{bucket}/zoo?endpoint={s3_server.url}"
+    args = (
+        parse_model_ref(f"ckpt:{digit_programs['ccexam']}"),
+        parse_dataset_ref("builtin:mnist"),
+        Sampling(classes=3, per_class=10, seed=2),
+        Protocol(points_per_class=10, n_t=50, seed=0),
+    )
+    first = score(*args, cache=feature_cache(Settings(storage_url=url, cache_dir=tmp_path / "host1")))
+    second = score(*args, cache=feature_cache(Settings(storage_url=url, cache_dir=tmp_path / "host2")))
+    assert not first.features_cached and second.features_cached
+    assert second.markers["dimension"].value == first.markers["dimension"].value
+    keys = S3Store(bucket, prefix="zoo", endpoint_url=s3_server.url).keys("features")
+    assert len(keys) == 1 and keys[0].endswith(".npz")
+    assert not [p for p in (tmp_path / "host2").rglob("*") if p.is_file()]  # downloads were temporary

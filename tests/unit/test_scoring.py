@@ -25,7 +25,7 @@ def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -
     result = score(
         parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
         Sampling(classes=4, per_class=20, seed=1), QUICK, progress=lambda *e: events.append(e),
-        cache_dir=tmp_path / "cache",
+        cache=tmp_path / "cache",
     )
     assert result.weights_sha256 == sha256_file(digit_programs["ccexam"])
     assert result.n_images == 80 and result.n_classes == 4 and result.feature_dim == 128
@@ -39,13 +39,13 @@ def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -
     again = score(
         parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
         Sampling(classes=4, per_class=20, seed=1), Protocol(points_per_class=10, n_t=50, seed=0),
-        cache_dir=tmp_path / "cache",
+        cache=tmp_path / "cache",
     )
     assert again.features_cached and again.dataset_fingerprint == result.dataset_fingerprint
     assert set(again.timings) == {"sample", "extract", "markers"}  # no child started
     assert again.model == result.model and again.weights_sha256 == result.weights_sha256
     assert again.markers["id_accuracy"].value == result.markers["id_accuracy"].value
-    assert len(list((tmp_path / "cache").glob("*.npz"))) == 1
+    assert len(list((tmp_path / "cache").rglob("*.npz"))) == 1
 
 
 def test_other_label_space_makes_label_logit_markers_not_applicable(digit_programs: dict[str, Path]) -> None:
@@ -86,9 +86,9 @@ def test_a_failed_cache_write_leaves_no_temporary_file(
     with pytest.raises(raised) as info:
         score(
             parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
-            Sampling(classes=2, per_class=10, seed=0), QUICK, cache_dir=cache,
+            Sampling(classes=2, per_class=10, seed=0), QUICK, cache=cache,
         )
-    assert list(cache.iterdir()) == []
+    assert [p for p in cache.rglob("*") if p.is_file()] == []
     if raised is InsufficientStorage:
         assert info.value.code == "insufficient_storage"
     else:

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CHUNK = 1 << 20
 _KEY = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_.-]+)+$")
 _CONTENT = re.compile(r"^[0-9a-f]{64}$")
+CONTENT_ADDRESSED = frozenset({"uploads"})
 
 
 class StorageError(Exception):
@@ -25,7 +29,7 @@ class StorageError(Exception):
     code = "storage_error"
 
 
-class NotFound(StorageError):
+class NotFound(StorageError, FileNotFoundError):
     code = "not_found"
 
 
@@ -52,15 +56,20 @@ def file_sha256(path: Path) -> str:
 
 def content_key(namespace: str, sha256: str, suffix: str = "") -> str:
     """``namespace/<sha256><suffix>``: the key of an object named by its content."""
+    if namespace not in CONTENT_ADDRESSED:
+        raise ValueError(f"namespace {namespace!r} is not content-addressed")
     if not _CONTENT.match(sha256):
         raise ValueError(f"not a sha256 hex digest: {sha256!r}")
     return check_key(f"{namespace}/{sha256}{suffix}")
 
 
 def addressed_sha256(key: str) -> str | None:
-    """The sha256 a content-addressed key names (its file name's stem), else None."""
-    stem = key.rsplit("/", 1)[-1].split(".", 1)[0]
-    return stem if _CONTENT.match(stem) else None
+    """The sha256 a content-addressed key names (its file name's stem), else None. Only the
+    namespaces in ``CONTENT_ADDRESSED`` are named by content (a feature-cache key is a hash of the
+    extraction's inputs, not of the entry's bytes)."""
+    namespace, _, name = key.partition("/")
+    stem = name.split(".", 1)[0]
+    return stem if namespace in CONTENT_ADDRESSED and _CONTENT.match(stem) else None
 
 
 def verify(key: str, path: Path) -> None:
@@ -71,17 +80,25 @@ def verify(key: str, path: Path) -> None:
 
 
 class Store(ABC):
-    """Where objects live. Subclasses: :class:`app.storage.local.LocalStore` and
+    """Where objects live. Subclasses: :class:`core.storage.local.LocalStore` and
     :class:`app.storage.s3.S3Store`."""
 
     @abstractmethod
-    def put_file(self, key: str, path: Path) -> None:
-        """Store the file at ``path`` under ``key`` atomically (checked first if content-addressed)."""
+    def put_file(self, key: str, path: Path, *, consume: bool = False) -> None:
+        """Store the file at ``path`` under ``key`` atomically (checked first if content-addressed).
+        ``consume``: the caller gives the file away, so a local store may move it instead of copying."""
 
     @abstractmethod
     def get_file(self, key: str, dest: Path) -> Path:
         """Copy the object to ``dest`` (atomically: ``dest`` is whole or absent); :class:`NotFound`
         when there is none, :class:`Corrupt` when its bytes do not match its content address."""
+
+    @contextmanager
+    def open_local(self, key: str, scratch: Path | None = None) -> Iterator[Path]:
+        """A local file with the object's bytes for the duration of the block (a download into
+        ``scratch``, removed afterwards; a local store yields its own file without copying)."""
+        with tempfile.TemporaryDirectory(dir=scratch, prefix=".get-") as folder:
+            yield self.get_file(key, Path(folder) / key.rsplit("/", 1)[-1])
 
     @abstractmethod
     def exists(self, key: str) -> bool: ...

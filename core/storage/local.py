@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from app.storage.base import CHUNK, NotFound, Store, addressed_sha256, check_key, verify
+from core.storage.base import CHUNK, NotFound, Store, addressed_sha256, check_key, verify
 
 
 def _copy_atomically(source: Path, dest: Path) -> None:
@@ -32,16 +34,21 @@ def _copy_atomically(source: Path, dest: Path) -> None:
 class LocalStore(Store):
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
 
     def path(self, key: str) -> Path:
         """Where ``key`` lives on disk (local readers may open it in place)."""
         return self.root / check_key(key)
 
-    def put_file(self, key: str, path: Path) -> None:
+    def put_file(self, key: str, path: Path, *, consume: bool = False) -> None:
         verify(key, path)
         dest = self.path(key)
         if dest.exists() and (addressed_sha256(key) is not None or dest.samefile(path)):
             return  # content-addressed: the same name holds the same bytes
+        if consume and path.stat().st_dev == self.root.stat().st_dev:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, dest)  # the same file system: a rename is atomic and copies nothing
+            return
         _copy_atomically(path, dest)
 
     def get_file(self, key: str, dest: Path) -> Path:
@@ -51,6 +58,14 @@ class LocalStore(Store):
         verify(key, source)
         _copy_atomically(source, dest)
         return dest
+
+    @contextmanager
+    def open_local(self, key: str, scratch: Path | None = None) -> Iterator[Path]:
+        path = self.path(key)
+        if not path.is_file():
+            raise NotFound(f"no stored object {key}")
+        verify(key, path)
+        yield path
 
     def exists(self, key: str) -> bool:
         return self.path(key).is_file()
