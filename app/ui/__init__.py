@@ -1,1 +1,1 @@
-"""Web pages served by the API process: Jinja2 templates, HTMX for partial updates, plotly for plots."""
+"""Web pages served by the API process: Jinja2 templates, HTMX for partial updates, SVG plots."""

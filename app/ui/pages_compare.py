@@ -7,7 +7,6 @@ what a gate would call a difference.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Annotated
 
@@ -29,10 +28,6 @@ from core.noise import compare
 router = APIRouter()
 
 
-def script_json(value: object) -> str:
-    """JSON safe inside ``<script type="application/json">``: run labels come from users, and a
-    ``</script>`` in one must not end the element."""
-    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 COMPARE_MAX = 50
 
 
@@ -80,7 +75,7 @@ def compare_page(
             cells.append({"estimate": estimate, "std": std, "beyond_noise": bool(diff and diff.significant),
                           "reason": diff.reason() if diff else ""})
         rows.append({"name": name, "cells": cells})
-    figure = marker_scatter(
+    figure, points = marker_scatter(
         [run.architecture or str(run.id)[:8] for run in ordered],
         [f"/runs/{run.id}" for run in ordered],
         [r.estimate(x) for r in records],
@@ -90,6 +85,6 @@ def compare_page(
     )
     context = {
         "runs": ordered, "rows": rows, "names": names, "x": x, "y": y, "runs_text": runs,
-        "figure": script_json(figure),
+        "figure": figure, "points": points,
     }
     return render(request, "compare.html", context)

@@ -1,20 +1,26 @@
-"""Plot specifications as plain plotly JSON (data + layout), drawn in the page by plotly.js.
+"""Plots drawn on the server as inline SVG (matplotlib's SVG canvas): no plotting JavaScript at all.
 
-No figure objects are built server-side: a scatter is a handful of arrays, and the browser already
-holds the library that draws them.
+A page with a plot costs its SVG (tens of kB) instead of a multi-MB charting bundle, renders without
+scripts, and every point is a link to the run it stands for (matplotlib writes each point of a
+collection with a URL as an ``<a>`` element). Error bars are ±1 standard error of the repeat means
+(``core.noise.Estimate.se``); a point without a measured noise has none, and its hover title says so.
 """
 
 from __future__ import annotations
 
+import io
+import math
 from collections.abc import Sequence
-from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
 
 from core.noise import Estimate
 
 
-def error_bar(estimates: Sequence[Estimate | None]) -> dict[str, Any]:
-    """±1 standard error of each point (0 where the noise is exact or unmeasured, and said so in hover)."""
-    return {"type": "data", "array": [(e.se or 0.0) if e else 0.0 for e in estimates], "visible": True}
+def _se(estimate: Estimate) -> float:
+    return estimate.se if estimate.se is not None and math.isfinite(estimate.se) else 0.0
 
 
 def marker_scatter(
@@ -24,31 +30,40 @@ def marker_scatter(
     y: Sequence[Estimate | None],
     colour: Sequence[float | None],
     axes: tuple[str, str, str],
-) -> dict[str, Any]:
-    """One point per run: ``axes`` names (x, y, colour); points missing x or y are left out."""
+) -> tuple[str, int]:
+    """One point per run, linked to ``links[i]``; ``axes`` names (x, y, colour). Runs missing x or y
+    are left out. Returns the SVG text (no XML prologue, ready to inline) and the number of points."""
     kept = [i for i in range(len(labels)) if x[i] is not None and y[i] is not None]
-    trace = {
-        "type": "scatter",
-        "mode": "markers",
-        "x": [x[i].value for i in kept],  # type: ignore[union-attr]
-        "y": [y[i].value for i in kept],  # type: ignore[union-attr]
-        "error_x": error_bar([x[i] for i in kept]),
-        "error_y": error_bar([y[i] for i in kept]),
-        "text": [labels[i] for i in kept],
-        "customdata": [links[i] for i in kept],
-        "marker": {
-            "size": 12,
-            "color": [colour[i] for i in kept],
-            "colorscale": "Viridis",
-            "showscale": True,
-            "colorbar": {"title": {"text": axes[2]}},
-        },
-        "hovertemplate": "%{text}<br>" + axes[0] + "=%{x:.4g}<br>" + axes[1] + "=%{y:.4g}<extra></extra>",
-    }
-    layout = {
-        "xaxis": {"title": {"text": axes[0]}},
-        "yaxis": {"title": {"text": axes[1]}},
-        "margin": {"t": 20, "r": 10},
-        "height": 420,
-    }
-    return {"data": [trace], "layout": layout}
+    xs = [x[i].value for i in kept]  # type: ignore[union-attr]
+    ys = [y[i].value for i in kept]  # type: ignore[union-attr]
+    # Text stays text (selectable, small) rather than paths; a fixed salt makes the SVG's ids stable.
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "zootriage", "font.size": 10}):
+        fig = Figure(figsize=(7, 4.2), layout="constrained")
+        FigureCanvasSVG(fig)
+        ax = fig.subplots()
+        ax.errorbar(
+            xs, ys,
+            xerr=[_se(x[i]) for i in kept],  # type: ignore[arg-type]
+            yerr=[_se(y[i]) for i in kept],  # type: ignore[arg-type]
+            fmt="none", ecolor="#555", elinewidth=1, capsize=3, zorder=1,
+        )
+        shades = [colour[i] for i in kept]
+        known = [c for c in shades if c is not None]
+        points = ax.scatter(
+            xs, ys, s=70, zorder=2, edgecolors="#222", linewidths=0.6, cmap="viridis",
+            c=[c if c is not None else math.nan for c in shades] if known else "#3b6fb6",
+            plotnonfinite=True,
+        )
+        points.set_urls([links[i] for i in kept])
+        points.set_gid("points")
+        if known:
+            fig.colorbar(points, ax=ax, label=axes[2])
+        for i, xv, yv in zip(kept, xs, ys, strict=True):
+            ax.annotate(labels[i], (xv, yv), xytext=(5, 4), textcoords="offset points", fontsize=8)
+        ax.set_xlabel(axes[0])
+        ax.set_ylabel(axes[1])
+        ax.grid(alpha=0.3)
+        out = io.StringIO()
+        fig.savefig(out, format="svg")
+    text = out.getvalue()
+    return text[text.index("<svg"):], len(kept)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlencode
 
-import plotly
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, RedirectResponse, Response
+from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from app.ui import (
@@ -24,18 +23,11 @@ from app.ui.docs import install_docs
 from app.ui.session import LoginNeeded
 
 STATIC = Path(__file__).parent / "static"
-# plotly's own full bundle: served only to the pages that draw a plot (the others stay small).
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-CACHE = {"Cache-Control": "public, max-age=86400"}
 
 
 def install_ui(app: FastAPI) -> None:
     install_docs(app)
     app.mount("/static/ui", StaticFiles(directory=STATIC), name="ui-static")
-
-    @app.get("/static/plotly.min.js", include_in_schema=False)
-    def plotly_js() -> FileResponse:
-        return FileResponse(PLOTLY_JS, media_type="text/javascript", headers=CACHE)
 
     app.include_router(login.router, include_in_schema=False)
     for module in (pages_home, pages_runs, pages_compare, pages_gates, pages_recommendations, forms):

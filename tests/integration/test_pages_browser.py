@@ -164,9 +164,13 @@ def test_the_scatter_has_one_point_per_run(
 ) -> None:
     page = browser_page.page
     page.goto(f"{stack.base_url}/compare?runs={','.join(scored)}")
-    page.wait_for_selector("#scatter[data-points]", timeout=30_000)
+    page.wait_for_selector("#scatter svg", timeout=30_000)
     assert page.locator("#scatter").get_attribute("data-points") == str(len(scored))
-    assert page.locator("#scatter .scatterlayer .point").count() == len(scored)
+    points = page.locator("#scatter svg #points a")  # one linked marker per run, drawn by the server
+    assert points.count() == len(scored)
+    assert {points.nth(i).get_attribute("xlink:href") for i in range(len(scored))} == {
+        f"/runs/{run}" for run in scored
+    }
     assert page.locator("#compare-table thead th").count() == 1 + len(scored)
     page.screenshot(path=shots / "compare.png", full_page=True)
 
