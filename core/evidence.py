@@ -28,7 +28,8 @@ from core.glue import MARKERS as GLUE_MARKERS
 from core.markers import get_marker
 
 EVIDENCE_PATH = Path(__file__).with_name("evidence.json")
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)  # 1: the first study's win rates; 2: adds Δ against ID accuracy with its interval
 # The outcome the product's claim is about: transfer to new classes (a linear probe on frozen features).
 PRIMARY_OUTCOME = "animal-mnist"
 Z95 = 1.959963984540054
@@ -63,12 +64,20 @@ class RuleEvidence:
     pairs: int
     win_rate: float
     win_rate_ci: tuple[float, float]
-    undecided: float
+    undecided: float | None
     id_accuracy_win_rate: float
     correlation_by_architecture: dict[str, dict[str, float | None]]
+    # The pre-registered study's comparison: Δ = win rate − ID accuracy's on the same pairs, with its
+    # recipe-bootstrap 95 % interval (None for evidence of version 1).
+    delta: float | None = None
+    delta_ci: tuple[float, float] | None = None
 
     @property
     def beats_id_accuracy(self) -> bool:
+        """The whole interval of Δ above 0 (version 2), else the whole Wilson interval of the win rate
+        above ID accuracy's rate (version 1)."""
+        if self.delta_ci is not None:
+            return self.delta_ci[0] > 0
         return self.win_rate_ci[0] > self.id_accuracy_win_rate
 
     def summary(self) -> str:
@@ -79,6 +88,8 @@ class RuleEvidence:
             f"{self.win_rate:.0%} [95% CI {lo:.0%}–{hi:.0%}] of {self.pairs} pairs, ID accuracy in "
             f"{self.id_accuracy_win_rate:.0%}"
         )
+        if self.delta is not None and self.delta_ci is not None:
+            line += f" (Δ {self.delta:+.0%} [95% CI {self.delta_ci[0]:+.0%}, {self.delta_ci[1]:+.0%}])"
         if self.rule == ID_ACCURACY:
             return line
         if self.beats_id_accuracy:
@@ -96,6 +107,8 @@ class RuleEvidence:
             "undecided": self.undecided,
             "id_accuracy_win_rate": self.id_accuracy_win_rate,
             "correlation_by_architecture": self.correlation_by_architecture,
+            "delta": self.delta,
+            "delta_ci": list(self.delta_ci) if self.delta_ci is not None else None,
             "beats_id_accuracy": self.beats_id_accuracy,
             "summary": self.summary(),
         }
@@ -149,15 +162,60 @@ def build_evidence(results: dict[str, Any], study: str) -> dict[str, Any]:
                 continue
             rules[key] = _entry(backtest["pairwise"], _arch_r(markers, {name: key}), flip=not better)
         outcomes[outcome] = {"id_accuracy_win_rate": rules[ID_ACCURACY]["win_rate"], "rules": rules}
-    return {"version": VERSION, "study": study, "primary_outcome": PRIMARY_OUTCOME, "outcomes": outcomes}
+    return {"version": 1, "study": study, "primary_outcome": PRIMARY_OUTCOME, "outcomes": outcomes}
+
+
+def build_from_preregistered(results: dict[str, Any]) -> dict[str, Any]:
+    """The evidence document (version 2) from the pre-registered study's ``results.json``
+    (``core.backtest``; docs/study/PLAN.md).
+
+    Outcomes are ``<task>:<outcome>`` (task A: Animal-MNIST 0–4 → 5–9, task B: MNIST → Animal-MNIST;
+    outcome ``probe`` is the plan's primary one, ``fewshot_K`` the secondary ones). For each centring and
+    rule: the pairwise accuracy over noise-eligible recipe pairs (``win_rate``, with its Wilson interval
+    for reading), Δ against the ID-accuracy rule on the same pairs with the plan's recipe-bootstrap
+    interval (what ``beats_id_accuracy`` tests), and Spearman ρ per architecture for one-marker rules.
+    ``default`` is the plan's decision (the product's default rule and centring) with its reason.
+    """
+    found = results["evidence"]
+    outcomes: dict[str, Any] = {}
+    for task, per_centering in sorted(found["tasks"].items()):
+        for centering, block in per_centering.items():
+            for outcome, per_rule in block["outcomes"].items():
+                into = outcomes.setdefault(f"{task}:{outcome}", {"rules": {}})
+                for rule, entry in per_rule.items():
+                    if entry["accuracy"] is None:
+                        continue
+                    into["id_accuracy_win_rate"] = entry["baseline_accuracy"]
+                    pairs = int(entry["eligible_pairs"])
+                    rho = (entry.get("correlation") or {}).get("rho_by_arch", {})
+                    key = rule_key(rule, "one_vs_rest", centering)
+                    into["rules"][key] = {
+                        "pairs": pairs,
+                        "win_rate": entry["accuracy"],
+                        "win_rate_ci": list(wilson(round(entry["accuracy"] * pairs), pairs)),
+                        "undecided": None,
+                        "delta": entry["delta"],
+                        "delta_ci": entry["ci"],
+                        "p": entry["p"],
+                        "exploratory": entry["exploratory"],
+                        "correlation_by_architecture": {arch: {rule: r} for arch, r in rho.items()},
+                    }
+    return {
+        "version": VERSION,
+        "study": found["study_id"],
+        "plan_commit": found["plan_commit"],
+        "primary_outcome": "A:probe",
+        "default": results["decision"],
+        "outcomes": {k: v for k, v in outcomes.items() if "id_accuracy_win_rate" in v},
+    }
 
 
 @cache
 def load_evidence(path: Path = EVIDENCE_PATH) -> dict[str, Any]:
     """The evidence document; ``ValueError`` for a file of another version."""
     doc = json.loads(path.read_text())
-    if doc.get("version") != VERSION:
-        raise ValueError(f"evidence file {path} has version {doc.get('version')!r}, expected {VERSION}")
+    if doc.get("version") not in VERSIONS:
+        raise ValueError(f"evidence file {path} has version {doc.get('version')!r}, not one of {VERSIONS}")
     return dict(doc)
 
 
@@ -180,6 +238,8 @@ def evidence_for(key: str, outcome: str | None = None, path: Path = EVIDENCE_PAT
         undecided=entry["undecided"],
         id_accuracy_win_rate=found["id_accuracy_win_rate"],
         correlation_by_architecture=entry["correlation_by_architecture"],
+        delta=entry.get("delta"),
+        delta_ci=tuple(entry["delta_ci"]) if entry.get("delta_ci") else None,
     )
 
 
@@ -193,9 +253,11 @@ def statement(key: str, outcome: str | None = None, path: Path = EVIDENCE_PATH) 
 
 
 def main(argv: list[str]) -> None:
-    """``python -m core.evidence RESULTS.json STUDY_ID``: rewrite ``core/evidence.json``."""
-    results_path, study = argv
-    doc = build_evidence(json.loads(Path(results_path).read_text()), study)
+    """``python -m core.evidence RESULTS.json [STUDY_ID]``: rewrite ``core/evidence.json`` from the
+    pre-registered study's results (no id needed) or the first study's (with its id)."""
+    results = json.loads(Path(argv[0]).read_text())
+    preregistered = "evidence" in results
+    doc = build_from_preregistered(results) if preregistered else build_evidence(results, argv[1])
     EVIDENCE_PATH.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 

@@ -73,6 +73,30 @@ def test_tiny_study_writes_results_report_and_figures(tiny_run: Path) -> None:
         assert (tiny_run / "report" / f"recipes_{task}.png").stat().st_size > 1000
 
 
+def test_the_study_writes_the_evidence_the_service_reads(tiny_run: Path, tmp_path: Path) -> None:
+    """results.json → the versioned evidence file (version 2): every rule of both centrings on every
+    outcome, Δ with its interval carried over, the plan's decision as the default."""
+    from core.backtest.evidence import RULES
+    from core.evidence import build_from_preregistered, evidence_for, rule_key
+
+    results = json.loads((tiny_run / "report" / "results.json").read_text())
+    doc = build_from_preregistered(results)
+    assert doc["default"] == results["decision"] and doc["primary_outcome"] in doc["outcomes"]
+    path = tmp_path / "evidence.json"
+    path.write_text(json.dumps(doc))
+    study = results["evidence"]["tasks"]["A"]
+    for centering in results["config"]["markers"]["centerings"]:
+        for rule, entry in study[centering]["outcomes"]["probe"].items():
+            found = evidence_for(rule_key(rule, "one_vs_rest", centering), "A:probe", path)
+            if entry["accuracy"] is None:
+                assert found is None
+                continue
+            assert found is not None and rule in RULES
+            assert found.win_rate == entry["accuracy"] and found.pairs == entry["eligible_pairs"]
+            assert found.delta == entry["delta"]
+            assert found.beats_id_accuracy == (entry["ci"] is not None and entry["ci"][0] > 0)
+
+
 def _small(config: StudyConfig) -> StudyConfig:
     """The tiny grid on one architecture and without the v1/v2 arm (faster, same code)."""
     return config.model_copy(

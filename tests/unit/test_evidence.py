@@ -59,3 +59,33 @@ def test_another_version_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps({"version": 99}))
     with pytest.raises(ValueError, match="version 99"):
         load_evidence(path)
+
+
+def _v2(tmp_path: Path, delta_ci: list[float]) -> Path:
+    """A version-2 document with one rule whose win rate alone would 'beat' ID accuracy."""
+    entry = {
+        "pairs": 40, "win_rate": 0.9, "win_rate_ci": list(wilson(36, 40)), "undecided": None,
+        "delta": 0.2, "delta_ci": delta_ci, "p": 0.04, "exploratory": False,
+        "correlation_by_architecture": {"cnn": {"geometry": None}},
+    }
+    doc = {
+        "version": 2, "study": "s", "plan_commit": "c", "primary_outcome": "A:probe",
+        "default": {"rule": "id_accuracy"},
+        "outcomes": {
+            "A:probe": {"id_accuracy_win_rate": 0.5, "rules": {"geometry[one_vs_rest,none]": entry}}
+        },
+    }
+    path = tmp_path / f"ev-{delta_ci[0]}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_version_2_decides_on_the_interval_of_delta(tmp_path: Path) -> None:
+    """With a Δ interval the comparison is Δ's (paired, recipe-bootstrap), not the win rate's alone."""
+    key = "geometry[one_vs_rest,none]"
+    crossing = evidence_for(key, path=_v2(tmp_path, [-0.05, 0.4]))
+    assert crossing is not None and crossing.win_rate_ci[0] > crossing.id_accuracy_win_rate
+    assert not crossing.beats_id_accuracy and "NOT" in crossing.summary() and "Δ +20%" in crossing.summary()
+    above = evidence_for(key, path=_v2(tmp_path, [0.01, 0.4]))
+    assert above is not None and above.beats_id_accuracy
+    assert above.to_dict()["delta_ci"] == [0.01, 0.4]
