@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import api_keys, backtest, client, export, score, service, study, study2
+from app.cli import api_keys, backtest, browse, client, export, score, service, study, study2
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
@@ -19,6 +19,7 @@ def _root() -> None:
 api_keys.register(app)
 backtest.register(app)
 client.register(app)
+browse.register(app)
 export.register(app)
 score.register(app)
 service.register(app)
