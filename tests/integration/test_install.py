@@ -161,3 +161,10 @@ def test_the_client_alone_installs_light_and_gates_against_the_stack(
     )
     assert gate.returncode == 0, gate.stderr
     assert "PASSED" in gate.stdout and "lenet5_advtrained.pt2 against lenet5_clntrained.pt2" in gate.stdout
+
+    local = subprocess.run(
+        [str(venv / "bin" / "zootriage"), "score", "--model", "tv:resnet18", "--dataset", "builtin:mnist"],
+        cwd=tmp_path, env=outside_env(), capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert local.returncode == 2 and "pip install 'zootriage[worker]'" in local.stderr, local.stderr
+    assert "Traceback" not in local.stderr
