@@ -2,7 +2,7 @@
 
 rich shrinks and wraps columns that do not fit, which keeps every column but can fold a number over
 three lines. Here each column declares the narrowest it can usefully be (``min_width``) and a
-``priority``; columns are kept, most important first, while their minimum widths plus rich's cell
+``priority``; columns are kept, most important first, for as long as their minimum widths plus rich's cell
 padding and borders (3 characters a column) fit ``width``; the rest are named in a caption so the
 reader knows to widen the terminal or ask for ``--json``. What is kept may still wrap (labels, tags).
 """
@@ -34,7 +34,7 @@ def kept(columns: Sequence[Column], width: int) -> list[int]:
     for i in order:
         need = columns[i].min_width + CELL_OVERHEAD
         if chosen and used + need > width:
-            continue
+            break  # strictly by importance: a less important narrow column never displaces this one
         chosen.append(i)
         used += need
     return sorted(chosen)
