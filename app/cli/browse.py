@@ -175,13 +175,14 @@ def show(
     rows = []
     for m in run["markers"]:
         if m["applicable"] and m["value"] is not None:
-            rows.append([m["name"], _fmt(m["value"]), _fmt(m["std"]), _noise(m["value"], m["std"]),
-                         escape(m["reason"] or "")])
+            std = _fmt(m["std"]) if m["std"] is not None else ""
+            noise = _noise(m["value"], m["std"])
+            rows.append([m["name"], _fmt(m["value"]), std, noise, escape(m["reason"] or "")])
         else:
             rows.append([m["name"], "n/a", "", "", escape(m["reason"] or "not applicable")])
     out.print(fitted_table(layout, rows, out.width))
-    if any(m["std"] is None and m["applicable"] for m in run["markers"]):
-        err.print("a marker without a std has no noise estimate (one GLUE repeat): it cannot decide a gate")
+    if protocol.get("repeats") == 1:
+        err.print("one GLUE repeat: the markers have no noise estimate, so they cannot decide a gate")
     _warn(run["label"], run["warnings"])
 
 

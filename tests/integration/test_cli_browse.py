@@ -30,11 +30,12 @@ def scored_run(stack: TriageStack, program: str, *args: str) -> str:
 
 
 def test_show_prints_every_marker_with_its_noise(triage_stack: TriageStack, program: str) -> None:  # noqa: F811
-    run_id = scored_run(triage_stack, program, "--name", "shown net")
+    run_id = scored_run(triage_stack, program, "--name", "shown net", "--seed", "11")  # a run of its own
     shown = zootriage(triage_stack, "show", run_id)
     assert shown.returncode == 0, shown.stderr
     assert run_id in shown.stdout and "shown net" in shown.stdout
-    assert "± std" in shown.stdout and "dimension" in shown.stdout
+    assert "± std" in shown.stdout and "dimension" in shown.stdout and "noise" in shown.stdout
+    assert "no noise estimate" not in shown.stderr  # the default repeats give one
     as_json = json.loads(zootriage(triage_stack, "show", run_id, "--json").stdout)
     dimension = next(m for m in as_json["markers"] if m["name"] == "dimension")
     assert dimension["std"] is not None and dimension["std"] >= 0  # the default repeats give a std
