@@ -28,12 +28,12 @@ if TYPE_CHECKING:
     from core.data.sampling import Sample, sample
 
 _HEAVY = {
-    "ArchiveLimits": "core.data.archives",
-    "FittedImages": "core.data.images",
-    "ImageSet": "core.data.images",
-    "open_dataset": "core.data.open",
-    "Sample": "core.data.sampling",
-    "sample": "core.data.sampling",
+    "ArchiveLimits": ".archives",
+    "FittedImages": ".images",
+    "ImageSet": ".images",
+    "open_dataset": ".open",
+    "Sample": ".sampling",
+    "sample": ".sampling",
 }
 
 
@@ -41,7 +41,7 @@ def __getattr__(name: str) -> object:
     """The numpy/torch-backed names, imported when first asked for (PEP 562)."""
     if name not in _HEAVY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HEAVY[name]), name)
+    value = getattr(importlib.import_module(_HEAVY[name], __name__), name)
     globals()[name] = value
     return value
 

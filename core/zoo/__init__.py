@@ -26,11 +26,11 @@ if TYPE_CHECKING:
     from core.zoo.torchvision_zoo import WeightsPair, v1_v2_pairs
 
 _HEAVY = {
-    "LoadedModel": "core.zoo.loader",
-    "ModelInfo": "core.zoo.loader",
-    "load_model": "core.zoo.loader",
-    "WeightsPair": "core.zoo.torchvision_zoo",
-    "v1_v2_pairs": "core.zoo.torchvision_zoo",
+    "LoadedModel": ".loader",
+    "ModelInfo": ".loader",
+    "load_model": ".loader",
+    "WeightsPair": ".torchvision_zoo",
+    "v1_v2_pairs": ".torchvision_zoo",
 }
 
 
@@ -38,7 +38,7 @@ def __getattr__(name: str) -> object:
     """The torch-backed names, imported when first asked for (PEP 562)."""
     if name not in _HEAVY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HEAVY[name]), name)
+    value = getattr(importlib.import_module(_HEAVY[name], __name__), name)
     globals()[name] = value
     return value
 

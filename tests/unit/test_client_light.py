@@ -67,3 +67,13 @@ def test_a_bad_reference_is_refused_by_the_client_itself() -> None:
     answer = run_client("submit", "tv:resnet18@", "--dataset", "builtin:mnist", "--url", UNREACHABLE)
     assert answer["code"] == 2 and "bad_reference" in str(answer["output"])
     assert answer["heavy"] == []
+
+
+def test_the_packages_still_offer_their_loaders_on_first_use() -> None:
+    import core.data
+    import core.zoo
+
+    assert callable(core.zoo.load_model) and callable(core.zoo.v1_v2_pairs)
+    assert callable(core.data.open_dataset) and callable(core.data.sample)
+    with pytest.raises(AttributeError):
+        core.zoo.no_such_name  # noqa: B018
