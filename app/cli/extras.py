@@ -4,11 +4,12 @@ command with what to install instead of a traceback."""
 from __future__ import annotations
 
 # Top-level import names the base install (httpx, typer, rich, pydantic) leaves out, by extra.
-SERVER_ONLY = {"fastapi", "starlette", "uvicorn", "multipart", "jinja2", "plotly", "fastapi_offline",
-               "prometheus_client"}
+SERVER_ONLY = {
+    "fastapi", "starlette", "uvicorn", "multipart", "jinja2", "fastapi_offline", "prometheus_client"
+}
 WORKER = {"numpy", "scipy", "torch", "torchvision", "timm", "safetensors", "sklearn", "PIL", "threadpoolctl",
           "matplotlib", "pydantic_settings", "sqlalchemy", "alembic", "psycopg", "celery", "redis", "kombu",
-          "huggingface_hub"}
+          "huggingface_hub", "boto3", "botocore"}
 
 
 def extra_for(module: str | None) -> str | None:
