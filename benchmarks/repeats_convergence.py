@@ -1,7 +1,7 @@
 """How the noise of D_eff and Ψ_eff is measured by GLUE repeats, and what a default job costs.
 
 For each data set (ccexam's MNIST CNN features on builtin:mnist, and the synthetic examples A and B
-of shared/GLUE.md) it runs ``--max-repeats`` independent single repeats (each its own class subsample
+of docs/method.md) it runs ``--max-repeats`` independent single repeats (each its own class subsample
 and draws, as ``analyze(repeats=R)`` does) and prints, for R = 2, 3, 5, 8, ...: the standard deviation
 of the first R repeats (the estimate a run with R repeats would store), the standard error of their
 mean, and the smallest relative difference between two such runs that the Welch test of

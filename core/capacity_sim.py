@@ -5,7 +5,7 @@ dichotomy, and test whether some direction w separates it through the origin: y_
 every point x of every manifold μ. Strict separability is scale-free, so it is the linear
 feasibility problem y_μ⟨w, x⟩ ≥ 1, solved as an LP with scipy's HiGHS. The fraction of separable
 trials rises with m; the dimension m* where it crosses ½ plays the role of N_crit, and the simulated
-capacity is α_sim = P / m*. Unlike shared/GLUE.md's integer rule (the smallest m with P(sep) ≥ ½) we
+capacity is α_sim = P / m*. Unlike docs/method.md's integer rule (the smallest m with P(sep) ≥ ½) we
 interpolate linearly between the two integers around the crossing, which removes the rounding of
 α_sim = P/m for small m.
 """

@@ -1,4 +1,4 @@
-"""Seeded synthetic manifolds with published GLUE reference values (shared/GLUE.md, "Cross-checks").
+"""Seeded synthetic manifolds with published GLUE reference values (docs/method.md, "Checks").
 
 Running ``python -m core.examples`` analyses both examples under both centerings and prints them next
 to the reference table.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 # (example, centering) → (α, N_crit, N_crit's Monte-Carlo error, D_eff, R_eff, Ψ_eff, center_alignment,
-# α_sim), from shared/GLUE.md (n_t = 2000, one-vs-rest).
+# α_sim), from docs/method.md (n_t = 2000, one-vs-rest).
 REFERENCE: dict[tuple[str, str], tuple[float, ...]] = {
     ("A", "none"): (0.666, 6.01, 0.09, 3.39, 0.460, 0.393, 0.121, 0.571),
     ("A", "global"): (0.445, 9.00, 0.11, 3.92, 0.719, 0.593, 0.330, 0.400),

@@ -1,4 +1,4 @@
-"""GLUE manifold capacity and effective geometry from penultimate features (shared/GLUE.md).
+"""GLUE manifold capacity and effective geometry from penultimate features (docs/method.md).
 
 The object manifolds are the feature rows of each class. For n_t Gaussian draws t_k and random
 dichotomies y_k, the inner problem projects t_k onto the cone of separating directions

@@ -1,6 +1,6 @@
 """From the NNLS solutions of all draws to anchor points and the effective manifold geometry.
 
-Notation of shared/GLUE.md: draw k has multipliers λ_k ≥ 0 over the n points; manifold μ is active
+Notation of docs/method.md: draw k has multipliers λ_k ≥ 0 over the n points; manifold μ is active
 when w_μ(k) = Σ_{i∈μ} λ_{k,i} > tol and then has the anchor s_μ(k) = Σ_{i∈μ} λ_{k,i} x_i / w_μ(k).
 
 * anchor centre   s⁰_μ = mean of s_μ(k) over the draws where μ is active;

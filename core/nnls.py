@@ -1,6 +1,6 @@
 """Solvers for the GLUE inner problem: many non-negative least-squares problems over one point cloud.
 
-For draw k the problem is (shared/GLUE.md, "Inner problem")
+For draw k the problem is (docs/method.md, "The markers")
 
     λ*_k = argmin_{λ ≥ 0} ‖A_k λ − t_k‖²,   A_k = [σ_{k,i} x_i]  (one column per point),
 

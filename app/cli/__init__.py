@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import api_keys, backtest, client, export, score, service, study, study2
+from app.cli import api_keys, backtest, browse, client, export, score, service, study, study2
+from app.cli.extras import extra_for
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True
@@ -19,6 +20,7 @@ def _root() -> None:
 api_keys.register(app)
 backtest.register(app)
 client.register(app)
+browse.register(app)
 export.register(app)
 score.register(app)
 service.register(app)
@@ -27,4 +29,17 @@ study2.register(app)
 
 
 def main() -> None:
-    app()
+    """The console script. A command whose packages this install lacks (the base install is the client
+    alone) exits 2 naming the extra to install, not with a traceback."""
+    try:
+        app()
+    except ModuleNotFoundError as exc:
+        extra = extra_for(exc.name)
+        if extra is None:
+            raise
+        typer.echo(
+            f"error: this command needs {exc.name}, which this install of zootriage lacks: "
+            f"pip install 'zootriage[{extra}]'",
+            err=True,
+        )
+        raise SystemExit(2) from None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.api_keys import DEFAULT_SCOPES, Scope
+from app.scopes import DEFAULT_SCOPES, Scope
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

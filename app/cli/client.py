@@ -1,5 +1,9 @@
-"""Commands that talk to a running zootriage service over HTTP: ``submit``, ``status``, ``history``,
-``recommend``, ``rank`` and ``gate``.
+"""Commands that talk to a running zootriage service over HTTP: ``submit``, ``status``, ``recommend``,
+``rank`` and ``gate`` (``history``, ``show``, ``gates`` and ``cancel`` are in ``app.cli.browse``).
+
+They import httpx, typer, rich and pydantic only: references are parsed and checked by ``core.zoo.refs``
+and ``core.data.refs``, which need no torch (a test keeps it so), and a local checkpoint is uploaded
+as bytes.
 
 The server and key come from ``--url``/``--api-key`` or ``ZOOTRIAGE_URL``/``ZOOTRIAGE_API_KEY``. Triage
 commands wait: while the service answers 202 they follow its jobs with a progress bar, then ask again.
@@ -28,6 +32,9 @@ from rich.table import Table
 
 PASSED, FAILED, ERROR, INCONCLUSIVE = 0, 1, 2, 3
 TERMINAL = {"succeeded", "failed", "cancelled"}
+GATE_RESULT = {
+    "passed": "[green]pass[/green]", "failed": "[red]FAIL[/red]", "inconclusive": "[yellow]?[/yellow]"
+}
 MODEL_HELP = (
     "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 (local files are uploaded)"
 )
@@ -278,6 +285,7 @@ def submit(
         str | None, typer.Option(help="Preprocess JSON for an uploaded .pt2 (overrides its own)")
     ] = None,
     label_space: Annotated[str | None, typer.Option(help="label space of an uploaded file")] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Queue a scoring job; prints the job id (or the run id when it was already computed)."""
     with _errors_exit():
@@ -290,7 +298,9 @@ def submit(
             "model": model_json(client, model, **labels), **scoring.body(), "name": name, "tags": tag_map(tag)
         }
         answer = client.call("POST", "/v1/jobs", json=body)
-        if answer.status_code == 200:
+        if as_json:  # the run (200, already computed) or the queued job (202)
+            _print_json(answer.json())
+        elif answer.status_code == 200:
             run = answer.json()
             out.print(f"already computed: run {run['id']} ({escape(run['label'])})")
             _warn(run["label"], run["warnings"])
@@ -304,6 +314,7 @@ def status(
     api_key: ApiKey = None,
     watch: Annotated[bool, typer.Option("--watch/--no-watch", help="follow until it finishes")] = True,
     timeout: Timeout = 3600,
+    as_json: AsJson = False,
 ) -> None:
     """Show a job's status, following its progress live until it finishes."""
     with _errors_exit():
@@ -312,6 +323,9 @@ def status(
             job = follow(client, [job_id], time.monotonic() + timeout)[0]
         else:
             job = client.call("GET", f"/v1/jobs/{job_id}").json()
+        if as_json:
+            _print_json(job)
+            return
         named = f" ({escape(job['name'])})" if job["name"] else ""
         ran = f", run {job['run_id']}" if job["run_id"] else ""
         out.print(f"job {job['id']}{named}: {job['status']}{ran}")
@@ -321,49 +335,6 @@ def status(
             tagged = f" \\[{escape(tags)}]" if tags else ""
             out.print(f"run {escape(run['label'])}: {escape(run['architecture'] or '-')}{tagged}")
             _warn(run["label"], run["warnings"])
-
-
-def history(
-    url: Url = DEFAULT_URL,
-    api_key: ApiKey = None,
-    architecture: Annotated[str | None, typer.Option(help="only this architecture")] = None,
-    name: Annotated[str | None, typer.Option(help="only runs with this name")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="only key=value runs; repeat: all must hold")] = None,
-    sort: Annotated[str, typer.Option(help="created_at or a marker name")] = "created_at",
-    limit: Annotated[int, typer.Option(min=1, help="rows (one page)")] = 20,
-    as_json: AsJson = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="the whole filtered history as CSV")] = False,
-) -> None:
-    """The run history as a table (or JSON, or CSV)."""
-    with _errors_exit():
-        client = Client(url, api_key)
-        params: dict[str, Any] = {"sort": sort, "limit": limit}
-        if architecture:
-            params["architecture"] = architecture
-        if name:
-            params["name"] = name
-        if tag:
-            params["tag"] = tag
-        if as_csv:
-            sys.stdout.write(client.call("GET", "/v1/runs", params={**params, "format": "csv"}).text)
-            return
-        page = client.call("GET", "/v1/runs", params=params).json()
-        if as_json:
-            _print_json(page)
-            return
-        shown = ("dimension", "utilization", "id_accuracy", "logme")
-        table = Table("run", "created", "label", "architecture", "tags", *shown)
-        for run in page["items"]:
-            values = [_fmt(run["markers"].get(marker)) for marker in shown]
-            tags = " ".join(f"{k}={v}" for k, v in run["tags"].items())
-            label = escape(run["label"]) + (" [yellow](!)[/yellow]" if run["warnings"] else "")
-            table.add_row(
-                run["id"][:8], run["created_at"][:19], label, escape(run["architecture"] or "-"),
-                escape(tags), *values,
-            )
-        out.print(table)
-        if any(run["warnings"] for run in page["items"]):
-            err.print("[yellow](!)[/yellow] runs with warnings: see `zootriage status` or --json")
 
 
 def recommend(
@@ -503,10 +474,6 @@ def gate(
     if as_json:
         _print_json(answer)
     else:
-        shown = {
-            "passed": "[green]pass[/green]", "failed": "[red]FAIL[/red]",
-            "inconclusive": "[yellow]?[/yellow]",
-        }
         table = Table("rule", "candidate", "baseline", "change", "result")
         for r in answer["rules"]:
             table.add_row(
@@ -514,7 +481,7 @@ def gate(
                 _fmt(r["candidate"]),
                 _fmt(r["baseline"]),
                 _fmt(r["change"]),
-                shown[r["status"]],
+                GATE_RESULT[r["status"]],
             )
         out.print(table)
         sides = f"{escape(_fmt(answer['candidate_label']))} against {escape(_fmt(answer['baseline_label']))}"
@@ -530,5 +497,5 @@ def gate(
 
 
 def register(app: typer.Typer) -> None:
-    for command in (submit, status, history, recommend, rank, gate):
+    for command in (submit, status, recommend, rank, gate):
         app.command()(command)

@@ -1,5 +1,10 @@
 """``zootriage score``: score one model on one dataset locally, with no service.
 
+Weights come from the local caches (torch hub's, the Hugging Face hub's for timm). Unless
+``--download`` is given, the Hugging Face hub is not asked (``HF_HUB_OFFLINE=1``, as the service's
+worker does), so a timm model that is not cached fails at once with ``weights_not_available`` instead
+of waiting for the hub's retries to time out on a machine without network.
+
 Bad input (an unknown model, a bad checkpoint, a path outside the data roots, ...) prints its error
 code and message and exits with status 2, never a traceback.
 """
@@ -7,6 +12,7 @@ code and message and exits with status 2, never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
@@ -48,8 +54,17 @@ def score(
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="feature cache folder")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    download: Annotated[
+        bool,
+        typer.Option(
+            "--download/--no-download",
+            help="fetch timm weights missing from the Hugging Face cache (default: fail at once)",
+        ),
+    ] = False,
 ) -> None:
     """Extract features with the model's own preprocessing and print every marker."""
+    if not download:
+        os.environ["HF_HUB_OFFLINE"] = "1"
     from core.data.refs import Sampling, parse_dataset_ref
     from core.errors import ZooError
     from core.markers import Protocol
@@ -79,7 +94,8 @@ def score(
                 batch_size=batch_size,
             )
     except ZooError as exc:
-        err.print(f"[red]error[/red] {exc.code}: {exc.message}")
+        hint = " (--download fetches them where the network allows)" if _missing_timm(exc, download) else ""
+        err.print(f"[red]error[/red] {exc.code}: {exc.message}{hint}")
         raise typer.Exit(BAD_INPUT) from None
     except ValueError as exc:  # option values the core validates (pydantic errors are ValueErrors)
         err.print(f"[red]error[/red] bad_option: {exc}")
@@ -90,6 +106,12 @@ def score(
     out = Console()
     out.print(_summary(result))
     out.print(_table(result))
+
+
+def _missing_timm(exc: Exception, download: bool) -> bool:
+    from core.errors import WeightsNotAvailable
+
+    return isinstance(exc, WeightsNotAvailable) and not download and "timm" in str(exc)
 
 
 class _progress:

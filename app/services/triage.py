@@ -389,7 +389,7 @@ def _check_scored_alike(run: Run, side: str, scoring: Scoring) -> None:
 
 
 def _check_same_sample(candidate: Run, baseline: Run) -> None:
-    """Only runs of one dataset sample are compared (shared/ARCHITECTURE.md)."""
+    """Only runs of one dataset sample are compared (docs/method.md, "The protocol")."""
     if candidate.dataset_fingerprint != baseline.dataset_fingerprint:
         raise ApiError(
             422,

@@ -1,8 +1,15 @@
-"""Dataset references -> seeded, class-balanced, fingerprinted samples of images."""
+"""Dataset references -> seeded, class-balanced, fingerprinted samples of images.
 
-from core.data.archives import ArchiveLimits
-from core.data.images import FittedImages, ImageSet
-from core.data.open import open_dataset
+Importing the package is light: the references and the sampling request (``refs``) need only pydantic,
+so the command-line client parses a dataset reference without numpy or torch. Opening and sampling a
+dataset (``open_dataset``, ``sample``, ...) imports numpy, torch and torchvision on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from core.data.refs import (
     ArchiveRef,
     BuiltinRef,
@@ -13,7 +20,31 @@ from core.data.refs import (
     parse_dataset_ref,
     validate_dataset_ref,
 )
-from core.data.sampling import Sample, sample
+
+if TYPE_CHECKING:
+    from core.data.archives import ArchiveLimits
+    from core.data.images import FittedImages, ImageSet
+    from core.data.open import open_dataset
+    from core.data.sampling import Sample, sample
+
+_HEAVY = {
+    "ArchiveLimits": ".archives",
+    "FittedImages": ".images",
+    "ImageSet": ".images",
+    "open_dataset": ".open",
+    "Sample": ".sampling",
+    "sample": ".sampling",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The numpy/torch-backed names, imported when first asked for (PEP 562)."""
+    if name not in _HEAVY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HEAVY[name], __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ArchiveLimits",

@@ -1,4 +1,4 @@
-"""``builtin:`` datasets: real images that installed packages ship (shared/OFFLINE.md).
+"""``builtin:`` datasets: real images that installed packages ship (README.md, "Datasets").
 
 Package data is located with ``importlib`` without importing the package (``animal_mnist`` imports
 TensorFlow, ``mnist`` clashes with another distribution). Pickled arrays are read with an unpickler that

@@ -1,4 +1,4 @@
-"""GLUE geometry markers (shared/GLUE.md), read from one shared ``core.glue.analyze`` result.
+"""GLUE geometry markers (docs/method.md), read from one shared ``core.glue.analyze`` result.
 
 Each function receives the ``GlueResult`` of the run; ``compute_markers`` calls ``analyze`` once
 for all of them and attaches the standard deviation over repeats. The selection rule of the paper

@@ -1,4 +1,4 @@
-"""Logit baselines (definitions: shared/GLUE.md, "Baseline markers").
+"""Logit baselines (docs/method.md, "The markers").
 
 z is (n, C) logits, p = softmax(z); labels, where needed, are column indices of z. Predictions are
 argmax z with ties going to the lowest column index (numpy's argmax). Everything is computed from

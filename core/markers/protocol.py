@@ -30,7 +30,7 @@ class Protocol:
     - ``centering``: ``"none"`` (raw features, the paper's default) or ``"global"`` (subtract the
       mean of all rows) before GLUE.
     - ``dichotomy``: GLUE's label draws, ``"one_vs_rest"`` (default), ``"first_vs_rest"`` (two
-      classes) or ``"random"`` (i.i.d. signs; not a default, see shared/GLUE.md).
+      classes) or ``"random"`` (i.i.d. signs; not a default, see docs/method.md).
     - ``repeats``: independent GLUE repeats (default ``DEFAULT_REPEATS``), on disjoint per-class
       subsets when the sample has repeats × points_per_class images per class
       (``core.glue_subsets``); geometry markers carry their standard deviation over them (inflated

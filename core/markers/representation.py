@@ -1,4 +1,4 @@
-"""Representation baselines on penultimate features (definitions: shared/GLUE.md, "Baseline markers").
+"""Representation baselines on penultimate features (docs/method.md, "The markers").
 
 X is (n, N) with rows = samples; class codes are 0..P-1. Covariances use 1/(n−1) unless stated.
 Each marker computes in torch float64 on ``device`` (``core.device.resolve_device``: CUDA when

@@ -1,6 +1,6 @@
 """The study's image sets as float tensors (n, 1, 28, 28) in [0, 1]: MNIST (ID) and Animal-MNIST (OOD).
 
-Both come from installed packages through ``core.data.open_builtin`` (shared/OFFLINE.md), so the study
+Both come from installed packages through ``core.data.open_builtin`` (README.md, "Datasets"), so the study
 needs no network. Subsets are drawn class-balanced with a seeded RNG.
 """
 

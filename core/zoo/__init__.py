@@ -1,6 +1,16 @@
-"""Model sources (torchvision, timm, uploaded checkpoints) -> a module returning (penultimate, logits)."""
+"""Model sources (torchvision, timm, uploaded checkpoints) -> a module returning (penultimate, logits).
 
-from core.zoo.loader import LoadedModel, ModelInfo, load_model
+Importing the package is light: the references (``refs``) and the preprocessing spec (``preprocess``)
+need only pydantic, so the command-line client parses and validates a model reference without torch.
+The loaders (``load_model``, the torchvision and timm zoos) import torch, torchvision and timm on first
+use of one of their names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from core.zoo.preprocess import Preprocess
 from core.zoo.refs import (
     CheckpointRef,
@@ -10,7 +20,28 @@ from core.zoo.refs import (
     parse_model_ref,
     validate_model_ref,
 )
-from core.zoo.torchvision_zoo import WeightsPair, v1_v2_pairs
+
+if TYPE_CHECKING:
+    from core.zoo.loader import LoadedModel, ModelInfo, load_model
+    from core.zoo.torchvision_zoo import WeightsPair, v1_v2_pairs
+
+_HEAVY = {
+    "LoadedModel": ".loader",
+    "ModelInfo": ".loader",
+    "load_model": ".loader",
+    "WeightsPair": ".torchvision_zoo",
+    "v1_v2_pairs": ".torchvision_zoo",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The torch-backed names, imported when first asked for (PEP 562)."""
+    if name not in _HEAVY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HEAVY[name], __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CheckpointRef",

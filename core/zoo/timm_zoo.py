@@ -81,7 +81,14 @@ def _weights_file(cfg: dict[str, Any], download: bool) -> Path:
         path = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
         if path.is_file():
             return path
-    raise WeightsNotAvailable(f"timm weights {name} are not in the local caches (HF hub or torch hub)")
+    missing = f"timm weights {name} are not in the local caches (HF hub or torch hub)"
+    if not download or _hub_offline():
+        raise WeightsNotAvailable(f"{missing}; downloads are off (HF_HUB_OFFLINE)")
+    raise WeightsNotAvailable(f"{missing} and could not be downloaded")
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
 
 
 def _hf_file(hub_id: str, filenames: tuple[str, ...], download: bool) -> Path | None:
@@ -92,7 +99,7 @@ def _hf_file(hub_id: str, filenames: tuple[str, ...], download: bool) -> Path | 
         cached = try_to_load_from_cache(hub_id, filename)
         if isinstance(cached, str):
             return Path(cached)
-    if not download or os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on"):
+    if not download or _hub_offline():
         return None
     for filename in filenames:
         try:

@@ -36,11 +36,13 @@ SCORING = [
 ]
 
 
-def zootriage(stack: TriageStack, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+def zootriage(
+    stack: TriageStack, *args: str, url: str | None = None, columns: int = 200
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "ZOOTRIAGE_URL": url or stack.stack.base_url,
-        "COLUMNS": "200",
+        "COLUMNS": str(columns),
         "HF_HUB_OFFLINE": "1",
     }
     env.pop("ZOOTRIAGE_API_KEY", None)

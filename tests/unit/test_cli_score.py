@@ -43,3 +43,24 @@ def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path) -> None:
         result = runner.invoke(app, ["score", *args])
         assert result.exit_code == 2, result.output
         assert code in result.output and "Traceback" not in result.output
+
+
+def test_an_uncached_timm_model_fails_without_asking_the_hub(tmp_path: Path) -> None:
+    """Without ``--download`` the hub is never asked (the weights are looked up in an empty cache), so
+    the error says downloads are off rather than that a download failed after the hub's retries."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "TORCH_HOME": str(tmp_path / "torch")}
+    env.pop("HF_HUB_OFFLINE", None)
+    command = [
+        sys.executable, "-c", "from app.cli import main; main()",
+        "score", "--model", "timm:resnet18.a1_in1k",
+        "--dataset", "builtin:digits", "--classes", "2", "--per-class", "5",
+    ]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    said = " ".join(result.stderr.split())  # as one line, whatever the terminal's width wrapped
+    assert result.returncode == 2, result.stderr
+    assert "weights_not_available" in said and "Traceback" not in said
+    assert "downloads are off (HF_HUB_OFFLINE)" in said and "--download fetches" in said

@@ -1,5 +1,5 @@
 """The GLUE engine against its mathematical identities, the published reference values and a
-brute-force simulation (shared/GLUE.md, "Cross-checks that any implementation must pass")."""
+brute-force simulation (docs/method.md, "Checks the implementation passes")."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_first_vs_rest_two_classes_matches_reference():
 
 @pytest.mark.parametrize(("name", "centering"), sorted(REFERENCE))
 def test_published_reference_values(name, centering):
-    """Examples A and B of shared/GLUE.md, n_t = 2000, within max(4%, 3 Monte-Carlo standard errors).
+    """Examples A and B of docs/method.md, n_t = 2000, within max(4%, 3 Monte-Carlo standard errors).
 
     Both sides are Monte-Carlo estimates: ours is the mean over 4 seeds, the table's is one run of
     2000 draws, whose error we take from the spread of our single runs (and, for the markers that

@@ -1,0 +1,265 @@
+"""Client commands that read and manage what a service holds: ``history``, ``show``, ``gates`` and
+``cancel``. Like every client command they import only httpx, typer, rich and pydantic, take
+``--url``/``--api-key`` (or ``ZOOTRIAGE_URL``/``ZOOTRIAGE_API_KEY``), print ``--json`` on request and
+exit 2 with one line on any error.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from app.cli.client import (
+    DEFAULT_URL,
+    GATE_RESULT,
+    ApiKey,
+    AsJson,
+    Client,
+    ServiceError,
+    Url,
+    _errors_exit,
+    _fmt,
+    _print_json,
+    _warn,
+    err,
+    out,
+)
+from app.cli.tables import Column, fitted_table
+
+HISTORY_MARKERS = ("dimension", "utilization", "id_accuracy", "logme")
+
+
+class Order(StrEnum):
+    asc = "asc"
+    desc = "desc"
+
+
+def _uuid(value: str, what: str) -> str:
+    """A full id as the service prints it; a short one cannot be looked up."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise ServiceError(f"{what} {value!r} is not an id: the full id, as history prints it") from None
+
+
+def _tags(tags: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in tags.items())
+
+
+def _more(next_cursor: str | None) -> None:
+    if next_cursor:  # one plain line (rich would wrap the token at the terminal's width)
+        sys.stderr.write(f"more: repeat with --cursor {next_cursor}\n")
+
+
+def history(
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    architecture: Annotated[str | None, typer.Option(help="only this architecture")] = None,
+    name: Annotated[str | None, typer.Option(help="only runs with this name")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="only key=value runs; repeat: all must hold")] = None,
+    marker: Annotated[
+        str | None, typer.Option(help="filter on this marker with --min/--max (runs without it drop out)")
+    ] = None,
+    marker_min: Annotated[float | None, typer.Option("--min", help="the marker's lower bound")] = None,
+    marker_max: Annotated[float | None, typer.Option("--max", help="the marker's upper bound")] = None,
+    weights: Annotated[str | None, typer.Option(help="only runs of these weights (sha256)")] = None,
+    created_after: Annotated[str | None, typer.Option(help="ISO date or time, inclusive")] = None,
+    created_before: Annotated[str | None, typer.Option(help="ISO date or time")] = None,
+    sort: Annotated[str, typer.Option(help="created_at or a marker name")] = "created_at",
+    order: Annotated[Order, typer.Option(help="asc or desc")] = Order.desc,
+    limit: Annotated[int, typer.Option(min=1, help="rows (one page)")] = 20,
+    cursor: Annotated[str | None, typer.Option(help="the next page, as the previous one printed")] = None,
+    columns: Annotated[
+        str | None, typer.Option(help="markers to show, comma-separated (default: the sort marker and "
+                                 + ", ".join(HISTORY_MARKERS) + ")")
+    ] = None,
+    as_json: AsJson = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="the whole filtered history as CSV")] = False,
+) -> None:
+    """The run history as a table (or JSON, or CSV): filters, ordering by any marker, cursor paging."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        given = {
+            "architecture": architecture, "name": name, "tag": tag, "marker": marker, "min": marker_min,
+            "max": marker_max, "weights": weights, "created_after": created_after,
+            "created_before": created_before, "cursor": cursor,
+        }
+        params: dict[str, Any] = {
+            "sort": sort, "order": order.value, "limit": limit,
+            **{k: v for k, v in given.items() if v is not None},
+        }
+        if as_csv:
+            params.pop("cursor", None)
+            sys.stdout.write(client.call("GET", "/v1/runs", params={**params, "format": "csv"}).text)
+            return
+        page = client.call("GET", "/v1/runs", params=params).json()
+        if as_json:
+            _print_json(page)
+            return
+        picked = [m.strip() for m in columns.split(",") if m.strip()] if columns else list(HISTORY_MARKERS)
+        first = [m for m in (sort, marker) if m and m != "created_at"]
+        shown = list(dict.fromkeys([*first, *picked]))
+        layout = [
+            Column("run", 36, priority=10, no_wrap=True),
+            Column("created", 19, priority=4, no_wrap=True),
+            Column("label", 12, priority=9),
+            Column("architecture", 10, priority=2),
+            Column("tags", 8, priority=1),
+            *(Column(m, 9, priority=8 - min(i, 5), justify="right") for i, m in enumerate(shown)),
+        ]
+        rows = []
+        for run in page["items"]:
+            label = escape(run["label"]) + (" [yellow](!)[/yellow]" if run["warnings"] else "")
+            rows.append([
+                run["id"], run["created_at"][:19].replace("T", " "), label,
+                escape(run["architecture"] or "-"), escape(_tags(run["tags"])),
+                *(_fmt(run["markers"].get(m)) for m in shown),
+            ])
+        out.print(fitted_table(layout, rows, out.width))
+        if any(run["warnings"] for run in page["items"]):
+            err.print("[yellow](!)[/yellow] runs with warnings: see `zootriage show RUN`")
+        _more(page["next_cursor"])
+
+
+def _noise(value: float | None, std: float | None) -> str:
+    """The std relative to the value: how much of it the GLUE repeats leave uncertain."""
+    if value is None or std is None or value == 0:
+        return ""
+    return f"{100 * std / abs(value):.1f}%"
+
+
+def show(
+    run_id: Annotated[str, typer.Argument(help="run id (as history prints it)")],
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """One run: what was scored and how, and every marker with its std over the GLUE repeats."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        run = client.call("GET", f"/v1/runs/{_uuid(run_id, 'run')}").json()
+    if as_json:
+        _print_json(run)
+        return
+    protocol = run["protocol"]
+    sampling = run["sampling"]
+    facts = [
+        ("run", run["id"]),
+        ("label", run["label"]),
+        ("created", run["created_at"][:19].replace("T", " ")),
+        ("architecture", run["architecture"] or "-"),
+        ("weights", f"sha256 {run['weights_sha256']}"),
+        ("dataset", f"{_ref(run['dataset'])}, fingerprint {run['dataset_fingerprint'][:16]}"),
+        ("sample", f"{run['n_images']} images; classes {_fmt(sampling.get('classes'))}, per class "
+                   f"{_fmt(sampling.get('per_class'))}, seed {_fmt(sampling.get('seed'))}"),
+        ("protocol", ", ".join(f"{k} {_fmt(v)}" for k, v in protocol.items())),
+        ("device", run["device"]),
+        ("timings", ", ".join(f"{k} {v:.1f}s" for k, v in run["timings"].items()
+                              if isinstance(v, int | float))),
+        ("tags", _tags(run["tags"]) or "-"),
+    ]
+    for key, value in facts:
+        out.print(f"[bold]{key:<12}[/bold] {escape(str(value))}")
+    layout = [
+        Column("marker", 14, priority=10, no_wrap=True),
+        Column("value", 9, priority=9, justify="right", no_wrap=True),
+        Column("± std", 9, priority=8, justify="right", no_wrap=True),
+        Column("noise", 6, priority=7, justify="right", no_wrap=True),
+        Column("note", 12, priority=5),
+    ]
+    rows = []
+    for m in run["markers"]:
+        if m["applicable"] and m["value"] is not None:
+            std = _fmt(m["std"]) if m["std"] is not None else ""
+            noise = _noise(m["value"], m["std"])
+            rows.append([m["name"], _fmt(m["value"]), std, noise, escape(m["reason"] or "")])
+        else:
+            rows.append([m["name"], "n/a", "", "", escape(m["reason"] or "not applicable")])
+    out.print(fitted_table(layout, rows, out.width))
+    if protocol.get("repeats") == 1:
+        err.print("one GLUE repeat: the markers have no noise estimate, so they cannot decide a gate")
+    _warn(run["label"], run["warnings"])
+
+
+def _ref(ref: dict[str, Any]) -> str:
+    """A stored reference back in the short form the commands take (``builtin:mnist``, ...)."""
+    source = ref.get("source")
+    if source == "torchvision" and "arch" in ref:
+        return f"tv:{ref['arch']}.{ref.get('weights', 'DEFAULT')}"
+    if source == "timm":
+        return f"timm:{ref['name']}"
+    if source == "torchvision":
+        return f"torchvision:{ref['name']}:{ref['path']}"
+    if source in ("builtin",):
+        return f"builtin:{ref['name']}"
+    if source in ("folder", "archive"):
+        return f"{source}:{ref['path']}"
+    return str(ref)
+
+
+def gates(
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    passed: Annotated[
+        bool | None, typer.Option("--passed/--not-passed", help="only gates that passed, or only the others")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, help="rows (one page)")] = 20,
+    cursor: Annotated[str | None, typer.Option(help="the next page, as the previous one printed")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Gate decisions, newest first: status, the two sides and the rules that did not pass."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        params: dict[str, Any] = {"limit": limit}
+        if passed is not None:
+            params["passed"] = str(passed).lower()
+        if cursor:
+            params["cursor"] = cursor
+        page = client.call("GET", "/v1/gates", params=params).json()
+    if as_json:
+        _print_json(page)
+        return
+    layout = [
+        Column("gate", 36, priority=10, no_wrap=True),
+        Column("created", 19, priority=5, no_wrap=True),
+        Column("result", 6, priority=9, no_wrap=True),
+        Column("candidate", 12, priority=8),
+        Column("baseline", 12, priority=7),
+        Column("rules not passed", 16, priority=6),
+    ]
+    rows = []
+    for gate in page["items"]:
+        not_passed = "; ".join(r["rule"] for r in gate["rules"] if r["status"] != "passed")
+        rows.append([
+            gate["id"], gate["created_at"][:19].replace("T", " "), GATE_RESULT[gate["status"]],
+            escape(_fmt(gate["candidate_label"])), escape(_fmt(gate["baseline_label"])), escape(not_passed),
+        ])
+    out.print(fitted_table(layout, rows, out.width))
+    _more(page["next_cursor"])
+
+
+def cancel(
+    job_id: Annotated[str, typer.Argument(help="job id (as submit printed it)")],
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Cancel a queued or running job (a job that has finished cannot be: exit 2)."""
+    with _errors_exit():
+        client = Client(url, api_key)
+        job = client.call("DELETE", f"/v1/jobs/{_uuid(job_id, 'job')}").json()
+    if as_json:
+        _print_json(job)
+        return
+    out.print(f"job {job['id']}: {job['status']}")
+
+
+def register(app: typer.Typer) -> None:
+    for command in (history, show, gates, cancel):
+        app.command()(command)
+
