@@ -15,7 +15,7 @@ from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
 from app.db.models import Gate
-from app.db.run_queries import CREATED
+from app.db.paging import CREATED
 from app.db.triage_queries import list_gates
 from app.schemas.triage import GateOut, GatePage, GateRequest, Pending
 from app.services import triage as triage_service

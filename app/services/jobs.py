@@ -22,12 +22,12 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.api.errors import ApiError
 from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
 from app.db.run_key import canonical_json
 from app.queue import enqueue_score, revoke
 from app.schemas.jobs import JobRequest
 from app.services.admission import Admitted, admit
+from app.services.errors import ServiceError
 from app.services.inherit import inherit
 from app.settings import Settings
 
@@ -58,7 +58,9 @@ def _replay(session: Session, idempotency_key: str, request_hash: str) -> Submit
     if job is None:
         return None
     if job.request_hash != request_hash:
-        raise ApiError(409, "idempotency_key_reused", "this Idempotency-Key was used with another request")
+        raise ServiceError(
+            409, "idempotency_key_reused", "this Idempotency-Key was used with another request"
+        )
     return Submitted(job=job)
 
 
@@ -108,7 +110,7 @@ def _after_race(
         return Submitted(job=job)
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
-    raise ApiError(409, "conflict", "a concurrent identical request is being handled; retry")
+    raise ServiceError(409, "conflict", "a concurrent identical request is being handled; retry")
 
 
 def cancel(session: Session, settings: Settings, job: Job) -> Job:
@@ -122,7 +124,7 @@ def cancel(session: Session, settings: Settings, job: Job) -> Job:
     session.commit()
     if done.rowcount == 0:  # type: ignore[attr-defined]
         session.refresh(job)
-        raise ApiError(409, "job_finished", f"job {job.id} is already {job.status}")
+        raise ServiceError(409, "job_finished", f"job {job.id} is already {job.status}")
     session.refresh(job)
     revoke(settings, str(job.id))
     return job

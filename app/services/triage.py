@@ -18,15 +18,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.api.errors import ApiError
-from app.api.jobs import job_out
 from app.db.models import Gate, Job, Marker, Run
 from app.db.run_key import request_key
 from app.db.run_queries import markers_of, upload_filenames
 from app.db.triage_queries import newest_runs_by_request
 from app.labels import reference_of, run_label, stored_reference, warnings_of
 from app.references import AnyModelRef
-from app.schemas.jobs import JobRequest
+from app.schemas.jobs import JobOut, JobRequest
 from app.schemas.scoring import ProtocolFields
 from app.schemas.triage import (
     Comparison,
@@ -47,6 +45,7 @@ from app.schemas.triage import (
 )
 from app.services import jobs as job_service
 from app.services.admission import normalised_request
+from app.services.errors import ServiceError
 from app.settings import Settings
 from core.data.refs import AnyDatasetRef, Sampling
 from core.evidence import evidence_for, rule_key, statement
@@ -106,7 +105,7 @@ class Gathered:
     markers: dict[uuid.UUID, list[Marker]]
 
     def pending(self) -> Pending | None:
-        return Pending(jobs=[job_out(job) for job in self.jobs]) if self.jobs else None
+        return Pending(jobs=[JobOut.model_validate(job) for job in self.jobs]) if self.jobs else None
 
     def record(self, key: str, label: str) -> MarkerRecord:
         run = self.runs[key]
@@ -151,7 +150,7 @@ def triage_rule(name: str) -> Rule:
     try:
         return make_rule(name)
     except UnknownRule as exc:
-        raise ApiError(422, "unknown_rule", str(exc)) from None
+        raise ServiceError(422, "unknown_rule", str(exc)) from None
 
 
 def rule_used(rule: Rule, protocol: ProtocolFields) -> RuleUsed:
@@ -207,7 +206,7 @@ def pair_of(arch: str) -> WeightsPair:
     if arch in pairs:
         return pairs[arch]
     weights_enum(arch, "DEFAULT")  # raises UnknownModel for an architecture torchvision does not know
-    raise ApiError(
+    raise ServiceError(
         422,
         "no_v1_v2_pair",
         f"torchvision {arch} has no {V1} and {V2} weights to compare; architectures that do: "
@@ -324,7 +323,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
         want = wanted(candidate)
         key = want.model.model_dump_json()
         if key in models:
-            raise ApiError(
+            raise ServiceError(
                 422, "duplicate_candidates", f"candidate {reference_of(want.model)} is listed more than once"
             )
         models[key] = want
@@ -372,7 +371,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
 def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
     run = session.get(Run, subject.id)
     if run is None:
-        raise ApiError(404, "run_not_found", f"the {side} names run {subject.id}, which does not exist")
+        raise ServiceError(404, "run_not_found", f"the {side} names run {subject.id}, which does not exist")
     return run
 
 
@@ -381,7 +380,7 @@ def _check_scored_alike(run: Run, side: str, scoring: Scoring) -> None:
     anything is queued for the other side, so a mismatch costs no scoring."""
     sampling, protocol = scoring.sampling.model_dump(mode="json"), scoring.protocol.model_dump()
     if run.sampling != sampling or run.protocol != protocol:
-        raise ApiError(
+        raise ServiceError(
             422,
             "incomparable_runs",
             f"the {side} run {run.id} was scored under another sampling or protocol than this gate's",
@@ -391,7 +390,7 @@ def _check_scored_alike(run: Run, side: str, scoring: Scoring) -> None:
 def _check_same_sample(candidate: Run, baseline: Run) -> None:
     """Only runs of one dataset sample are compared (shared/ARCHITECTURE.md)."""
     if candidate.dataset_fingerprint != baseline.dataset_fingerprint:
-        raise ApiError(
+        raise ServiceError(
             422,
             "incomparable_runs",
             "the candidate and baseline runs were scored on different dataset samples",
@@ -405,9 +404,9 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
     try:
         rules = [parse_rule(text, known) for text in body.rules]
     except UnknownMetric as exc:
-        raise ApiError(422, "unknown_metric", str(exc)) from None
+        raise ServiceError(422, "unknown_metric", str(exc)) from None
     except RuleError as exc:
-        raise ApiError(422, "invalid_rule", str(exc)) from None
+        raise ServiceError(422, "invalid_rule", str(exc)) from None
     scoring = Scoring(body.dataset, body.sampling, body.protocol)
     runs: dict[str, Run] = {}
     models: dict[str, Wanted] = {}

@@ -13,13 +13,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy import select
 
 from app.api.deps import SessionDep
-from app.api.errors import ApiError
-from app.api.runs import MARKER_NAME, known_marker
-from app.db.models import Run
-from app.db.run_queries import markers_of
+from app.api.runs import MARKER_NAME
+from app.db.run_queries import runs_with_markers
+from app.services.errors import ServiceError
+from app.services.runs import known_marker
 from app.services.triage import record_of
 from app.ui.plots import marker_scatter
 from app.ui.templating import render
@@ -39,11 +38,11 @@ COMPARE_MAX = 50
 def _run_ids(text: str) -> list[uuid.UUID]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts or len(parts) > COMPARE_MAX:
-        raise ApiError(422, "invalid_request", f"runs: name 1 to {COMPARE_MAX} run ids, comma-separated")
+        raise ServiceError(422, "invalid_request", f"runs: name 1 to {COMPARE_MAX} run ids, comma-separated")
     try:
         return list(dict.fromkeys(uuid.UUID(p) for p in parts))
     except ValueError:
-        raise ApiError(422, "invalid_request", "runs: every entry must be a run id (a UUID)") from None
+        raise ServiceError(422, "invalid_request", "runs: every entry must be a run id (a UUID)") from None
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -59,16 +58,15 @@ def compare_page(
         ids = _run_ids(runs)
         known_marker(x, "x")
         known_marker(y, "y")
-        found = {run.id: run for run in session.scalars(select(Run).where(Run.id.in_(ids)))}
+        found = runs_with_markers(session, ids)
         missing = [str(i) for i in ids if i not in found]
         if missing:
-            raise ApiError(404, "run_not_found", f"no run {', '.join(missing)}")
-    except ApiError as exc:
+            raise ServiceError(404, "run_not_found", f"no run {', '.join(missing)}")
+    except ServiceError as exc:
         context = {"error": exc, "names": names, "x": x, "y": y, "runs_text": runs}
         return render(request, "compare.html", context, status=exc.status)
-    ordered = [found[i] for i in ids]
-    markers = markers_of(session, ids)
-    records = [record_of(str(run.id), run, markers[run.id]) for run in ordered]
+    ordered = [found[i].run for i in ids]
+    records = [record_of(str(i), found[i].run, found[i].markers) for i in ids]
     rows = []
     for name in names:
         cells = []

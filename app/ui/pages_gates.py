@@ -10,10 +10,10 @@ from fastapi.responses import HTMLResponse
 
 from app.api.cursor import CURSOR_MAX, decode_cursor, encode_cursor
 from app.api.deps import SessionDep
-from app.api.errors import ApiError
 from app.db.models import Gate
-from app.db.run_queries import CREATED
+from app.db.paging import CREATED
 from app.db.triage_queries import list_gates
+from app.services.errors import ServiceError
 from app.services.triage import gate_out
 from app.ui.templating import render
 
@@ -29,7 +29,7 @@ def gates_page(
 ) -> HTMLResponse:
     try:
         after = decode_cursor(cursor, CREATED, True) if cursor else None
-    except ApiError as exc:
+    except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
     page, next_key = list_gates(session, limit=PAGE, after=after)
     next_url = f"/gates?cursor={encode_cursor(next_key, CREATED, True)}" if next_key else None
@@ -40,6 +40,6 @@ def gates_page(
 def gate_page(request: Request, gate_id: uuid.UUID, session: SessionDep) -> HTMLResponse:
     row = session.get(Gate, gate_id)
     if row is None:
-        error = ApiError(404, "gate_not_found", f"no gate {gate_id}")
+        error = ServiceError(404, "gate_not_found", f"no gate {gate_id}")
         return render(request, "error.html", {"error": error}, status=404)
     return render(request, "gate.html", {"gate": gate_out(row)})

@@ -9,11 +9,11 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy import select
 
 from app.api.deps import SessionDep, SettingsDep
-from app.api.errors import ApiError
 from app.db.models import ACTIVE_STATUSES, Job
 from app.db.run_queries import RunFilter, list_runs
 from app.db.triage_queries import list_gates
 from app.services import jobs as job_service
+from app.services.errors import ServiceError
 from app.ui.session import check_write
 from app.ui.templating import render
 
@@ -53,9 +53,9 @@ def cancel(request: Request, job_id: uuid.UUID, session: SessionDep, settings: S
         check_write(request, session, settings)
         job = session.get(Job, job_id)
         if job is None:
-            raise ApiError(404, "job_not_found", f"no job {job_id}")
+            raise ServiceError(404, "job_not_found", f"no job {job_id}")
         job_service.cancel(session, settings, job)
-    except ApiError as exc:
+    except ServiceError as exc:
         message = f"{exc.code}: {exc.message}"
     running, finished = _jobs(session)
     return render(request, "jobs_table.html", {"running": running, "finished": finished, "error": message})
