@@ -9,8 +9,7 @@ from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import ApiError, responses
-from app.db.models import Job
+from app.api.errors import responses
 from app.schemas.jobs import JobOut, JobRequest
 from app.schemas.runs import RunDetail
 from app.services import jobs as job_service
@@ -47,19 +46,12 @@ def submit_job(
     return JSONResponse(body_out, status_code=202, headers={"Location": f"/v1/jobs/{submitted.job.id}"})
 
 
-def _job(session: SessionDep, job_id: uuid.UUID) -> Job:
-    job = session.get(Job, job_id)
-    if job is None:
-        raise ApiError(404, "job_not_found", f"no job {job_id}")
-    return job
-
-
 @router.get("/{job_id}", response_model=JobOut, responses=responses(404, 422))
 def get_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
-    return JobOut.model_validate(_job(session, job_id))
+    return JobOut.model_validate(job_service.find_job(session, job_id))
 
 
 @router.delete("/{job_id}", response_model=JobOut, responses=responses(401, 404, 409, 422))
 def cancel_job(job_id: uuid.UUID, session: SessionDep, settings: SettingsDep, _: WriteAccess) -> JobOut:
     """Cancel a queued or running job; 409 when it has already finished."""
-    return JobOut.model_validate(job_service.cancel(session, settings, _job(session, job_id)))
+    return JobOut.model_validate(job_service.cancel(session, settings, job_service.find_job(session, job_id)))

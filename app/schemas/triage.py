@@ -10,12 +10,14 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.db.models import Gate
 from app.labels import Name, Tags
 from app.schemas.jobs import JobOut
 from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
+from core.noise import TEST
 from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
 
 MAX_CANDIDATES = 32
@@ -232,6 +234,10 @@ class RuleOut(BaseModel):
 
 
 class GateOut(BaseModel):
+    """A stored gate decision, read from its row (``GateOut.model_validate(gate)``)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
     id: uuid.UUID
     passed: bool
     status: Literal["passed", "failed", "inconclusive"] = Field(
@@ -247,6 +253,19 @@ class GateOut(BaseModel):
     dataset: dict[str, Any]
     rules: list[RuleOut]
     created_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, data: Any) -> Any:
+        """A ``Gate`` row keeps each rule's outcome in ``outcomes`` (outcomes stored before gates could
+        be inconclusive have only ``passed``) and was decided under the noise test of this version."""
+        if not isinstance(data, Gate):
+            return data
+        derived = {
+            "noise_test": TEST,
+            "rules": [{"status": "passed" if o["passed"] else "failed", **o} for o in data.outcomes],
+        }
+        return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
 
 
 class GatePage(BaseModel):

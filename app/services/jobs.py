@@ -15,6 +15,7 @@ our commit and then find our job, so N identical posts queue one computation.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -111,6 +112,14 @@ def _after_race(
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
     raise ServiceError(409, "conflict", "a concurrent identical request is being handled; retry")
+
+
+def find_job(session: Session, job_id: uuid.UUID) -> Job:
+    """The job's row; 404 ``job_not_found``."""
+    job = session.get(Job, job_id)
+    if job is None:
+        raise ServiceError(404, "job_not_found", f"no job {job_id}")
+    return job
 
 
 def cancel(session: Session, settings: Settings, job: Job) -> Job:

@@ -6,10 +6,10 @@ import uuid
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy import select
 
 from app.api.deps import SessionDep, SettingsDep
-from app.db.models import ACTIVE_STATUSES, Job
+from app.db.job_queries import active_and_recent
+from app.db.models import Job
 from app.db.run_queries import RunFilter, list_runs
 from app.db.triage_queries import list_gates
 from app.services import jobs as job_service
@@ -22,12 +22,7 @@ RECENT = 10
 
 
 def _jobs(session: SessionDep) -> tuple[list[Job], list[Job]]:
-    active = [s.value for s in ACTIVE_STATUSES]
-    running = session.scalars(select(Job).where(Job.status.in_(active)).order_by(Job.created_at.desc())).all()
-    finished = session.scalars(
-        select(Job).where(Job.status.not_in(active)).order_by(Job.created_at.desc()).limit(RECENT)
-    ).all()
-    return list(running), list(finished)
+    return active_and_recent(session, RECENT)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -51,10 +46,7 @@ def cancel(request: Request, job_id: uuid.UUID, session: SessionDep, settings: S
     message = None
     try:
         check_write(request, session, settings)
-        job = session.get(Job, job_id)
-        if job is None:
-            raise ServiceError(404, "job_not_found", f"no job {job_id}")
-        job_service.cancel(session, settings, job)
+        job_service.cancel(session, settings, job_service.find_job(session, job_id))
     except ServiceError as exc:
         message = f"{exc.code}: {exc.message}"
     running, finished = _jobs(session)
