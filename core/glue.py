@@ -159,7 +159,7 @@ def analyze(
     ``cancel`` is polled before every repeat and every solver batch: when it answers yes the analysis
     stops with ``core.errors.Cancelled`` (a large ``repeats`` can otherwise run for hours).
     """
-    x, classes, n_classes = validate_inputs(features, labels)
+    x, classes, n_classes = glue_inputs(features, labels)
     _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
     dev = resolve_device(device)
     runs = []
@@ -181,7 +181,7 @@ def analyze(
     return replace(_combine(runs), noise=noise)
 
 
-def validate_inputs(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, int]:
+def glue_inputs(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Check the data once at the boundary; return float64 features, class indices 0..P−1 and P."""
     x = finite_matrix("features", features)
     _, classes = class_labels(labels, x.shape[0])

@@ -40,7 +40,7 @@ class ScoringQuery(BaseModel):
     repeats: Repeats = ProtocolFields().repeats
 
 
-def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Scoring:
+def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.ScoringPlan:
     fields = {"classes": query.classes, "seed": query.seed, "split": query.split}
     if query.per_class is not None:
         fields["per_class"] = query.per_class
@@ -49,10 +49,10 @@ def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Sco
         n_t=query.n_t, seed=query.seed, points_per_class=query.points_per_class, repeats=query.repeats
     )
     sampling = sampling.for_repeats(protocol.points_per_class, protocol.repeats)
-    return triage_service.Scoring(parse_dataset_ref(query.dataset), sampling, protocol)
+    return triage_service.ScoringPlan(parse_dataset_ref(query.dataset), sampling, protocol)
 
 
-ScoringDep = Annotated[triage_service.Scoring, Depends(scoring_query)]
+ScoringDep = Annotated[triage_service.ScoringPlan, Depends(scoring_query)]
 RuleName = Annotated[str, Query(max_length=64, description="geometry, id_accuracy, logme or a marker name")]
 
 

@@ -14,14 +14,14 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.db.models import Gate, Job, Marker, Run
+from app.db.paging import PageKey
 from app.db.run_key import request_key
 from app.db.run_queries import markers_of, upload_filenames
-from app.db.triage_queries import newest_runs_by_request
+from app.db.triage_queries import list_gates, newest_runs_by_request
 from app.labels import reference_of, run_label, stored_reference, warnings_of
 from app.references import AnyModelRef
 from app.schemas.jobs import JobOut, JobRequest
@@ -38,7 +38,6 @@ from app.schemas.triage import (
     RankingRequest,
     Recommendation,
     RecommendationSummary,
-    RuleOut,
     RuleUsed,
     StoredRun,
     WeightsOut,
@@ -73,7 +72,7 @@ V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
 
 
 @dataclass(frozen=True)
-class Scoring:
+class ScoringPlan:
     """Where and how every model of one triage question is scored."""
 
     dataset: AnyDatasetRef
@@ -169,14 +168,16 @@ def rule_used(rule: Rule, protocol: ProtocolFields) -> RuleUsed:
     )
 
 
-def _request(want: Wanted, scoring: Scoring) -> JobRequest:
+def _request(want: Wanted, scoring: ScoringPlan) -> JobRequest:
     return JobRequest(
         model=want.model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol,
         name=want.name, tags=dict(want.tags),
     )
 
 
-def gather(session: Session, settings: Settings, models: Mapping[str, Wanted], scoring: Scoring) -> Gathered:
+def gather(
+    session: Session, settings: Settings, models: Mapping[str, Wanted], scoring: ScoringPlan
+) -> Gathered:
     """Each model's stored run, or its job (queued now or already running). Two labels naming the same
     weights (``DEFAULT`` and the member it stands for) share one job."""
     runs: dict[str, Run] = {}
@@ -236,7 +237,7 @@ def _picks_agree(decision: str, by_accuracy: str) -> bool | None:
 
 
 def recommend(
-    session: Session, settings: Settings, arch: str, scoring: Scoring, rule: Rule
+    session: Session, settings: Settings, arch: str, scoring: ScoringPlan, rule: Rule
 ) -> Pending | Recommendation:
     pair = pair_of(arch)
     refs = {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
@@ -271,7 +272,7 @@ def recommend(
 
 
 def recommendations_so_far(
-    session: Session, scoring: Scoring, architectures: list[str], rule: Rule
+    session: Session, scoring: ScoringPlan, architectures: list[str], rule: Rule
 ) -> list[RecommendationSummary]:
     """The verdicts the stored runs already give, computing nothing and opening nothing: an
     architecture whose two runs are not both stored for this dataset, sampling and protocol (found by
@@ -327,7 +328,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
                 422, "duplicate_candidates", f"candidate {reference_of(want.model)} is listed more than once"
             )
         models[key] = want
-    scoring = Scoring(body.dataset, body.sampling, body.protocol)
+    scoring = ScoringPlan(body.dataset, body.sampling, body.protocol)
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
@@ -375,7 +376,7 @@ def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
     return run
 
 
-def _check_scored_alike(run: Run, side: str, scoring: Scoring) -> None:
+def _check_scored_alike(run: Run, side: str, scoring: ScoringPlan) -> None:
     """A stored run is only compared under the gate's own sampling and protocol: checked before
     anything is queued for the other side, so a mismatch costs no scoring."""
     sampling, protocol = scoring.sampling.model_dump(mode="json"), scoring.protocol.model_dump()
@@ -407,7 +408,7 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         raise ServiceError(422, "unknown_metric", str(exc)) from None
     except RuleError as exc:
         raise ServiceError(422, "invalid_rule", str(exc)) from None
-    scoring = Scoring(body.dataset, body.sampling, body.protocol)
+    scoring = ScoringPlan(body.dataset, body.sampling, body.protocol)
     runs: dict[str, Run] = {}
     models: dict[str, Wanted] = {}
     for side, subject in (("candidate", body.candidate), ("baseline", body.baseline)):
@@ -449,24 +450,17 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
     return row
 
 
-def _with_status(outcome: dict[str, Any]) -> dict[str, Any]:
-    """Outcomes stored before gates could be inconclusive have only ``passed``."""
-    return {"status": "passed" if outcome["passed"] else "failed", **outcome}
+def find_gate(session: Session, gate_id: uuid.UUID) -> GateOut:
+    """One stored decision; 404 ``gate_not_found``."""
+    row = session.get(Gate, gate_id)
+    if row is None:
+        raise ServiceError(404, "gate_not_found", f"no gate {gate_id}")
+    return GateOut.model_validate(row)
 
 
-def gate_out(row: Gate) -> GateOut:
-    return GateOut(
-        id=row.id,
-        passed=row.passed,
-        status=row.status,  # type: ignore[arg-type]  # written from GateResult.status only
-        noise_test=TEST,
-        candidate_run_id=row.candidate_run_id,
-        baseline_run_id=row.baseline_run_id,
-        candidate_label=row.candidate_label,
-        baseline_label=row.baseline_label,
-        candidate=row.candidate,
-        baseline=row.baseline,
-        dataset=row.dataset,
-        rules=[RuleOut.model_validate(_with_status(outcome)) for outcome in row.outcomes],
-        created_at=row.created_at,
-    )
+def gate_page(
+    session: Session, limit: int, after: PageKey | None, passed: bool | None = None
+) -> tuple[list[GateOut], PageKey | None]:
+    """One page of decisions, newest first, and where the next begins."""
+    rows, next_key = list_gates(session, limit=limit, after=after, passed=passed)
+    return [GateOut.model_validate(row) for row in rows], next_key
