@@ -40,13 +40,10 @@ from core.glue_regime import Regime, combine, judge, saturated_fraction, separab
 from core.glue_subsets import Noise, repeat_subsets
 from core.inputs import class_labels, finite_matrix
 from core.nnls import solve_batched, solve_reference
+from core.protocol import CENTERINGS, DICHOTOMIES, Centering, Dichotomy
 from core.threads import single_threaded
 
-Centering = Literal["none", "global"]
-Dichotomy = Literal["one_vs_rest", "first_vs_rest", "random"]
 Solver = Literal["fast", "reference"]
-CENTERINGS: tuple[str, ...] = ("none", "global")
-DICHOTOMIES: tuple[str, ...] = ("one_vs_rest", "first_vs_rest", "random")
 SOLVERS: tuple[str, ...] = ("fast", "reference")
 
 MARKERS: tuple[str, ...] = (

@@ -16,10 +16,10 @@ from pydantic import BaseModel, Field
 from app.api.cursor import PageLimit
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
-from app.schemas.scoring import NT, Points, ProtocolFields, Repeats
 from app.schemas.triage import Pending, Recommendation, RecommendationPage
 from app.services import triage as triage_service
 from core.data.refs import Classes, PerClass, Sampling, Seed, Split, parse_dataset_ref
+from core.protocol import NT, Points, Protocol, Repeats
 
 router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
 
@@ -28,16 +28,16 @@ DATASET_HELP = "dataset reference: builtin:NAME, folder:PATH, torchvision:CLASS:
 
 class ScoringQuery(BaseModel):
     """The dataset sample and protocol as query parameters, the same for both weights; each number is
-    bounded by the same declaration as in the JSON bodies (``Sampling``, ``ProtocolFields``)."""
+    bounded by the same declaration as in the JSON bodies (``Sampling``, ``core.protocol.Protocol``)."""
 
     dataset: str = Field(min_length=1, max_length=1100, description=DATASET_HELP)
     classes: Classes = None
     per_class: PerClass = None  # None: points_per_class × repeats, up to each class's size
     split: Split = None
     seed: Seed = 0
-    n_t: NT = ProtocolFields().n_t
+    n_t: NT = Protocol().n_t
     points_per_class: Points = 50
-    repeats: Repeats = ProtocolFields().repeats
+    repeats: Repeats = Protocol().repeats
 
 
 def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.ScoringPlan:
@@ -45,7 +45,7 @@ def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Sco
     if query.per_class is not None:
         fields["per_class"] = query.per_class
     sampling = Sampling.model_validate(fields)
-    protocol = ProtocolFields(
+    protocol = Protocol(
         n_t=query.n_t, seed=query.seed, points_per_class=query.points_per_class, repeats=query.repeats
     )
     sampling = sampling.for_repeats(protocol.points_per_class, protocol.repeats)

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.labels import Name, Tags
-from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
+from core.protocol import Protocol
 from core.zoo.refs import ModelRef
 
 
@@ -27,7 +27,7 @@ class JobRequest(BaseModel):
     model: ModelRef
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    protocol: Protocol = Field(default_factory=Protocol)
     name: Name | None = None
     tags: Tags = Field(default_factory=dict, description="key=value labels, e.g. {\"team\": \"vision\"}")
 
@@ -49,8 +49,8 @@ class JobError(BaseModel):
 
 
 class JobOut(BaseModel):
-    """A job as the API shows it, read from its row (``JobOut.model_validate(job)``): the row keeps
-    progress and error in flat columns, nested here."""
+    # A job as the API shows it, read from its row: ``JobOut.model_validate(job)``; the row keeps
+    # progress and error in flat columns, nested here.
 
     model_config = ConfigDict(from_attributes=True)
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validat
 
 from app.db.models import Run
 from app.labels import run_label, warnings_of
+from core.protocol import Protocol
 
 
 class MarkerOut(BaseModel):
@@ -71,7 +72,7 @@ class RunSummary(RunIdentity):
 
 class RunDetail(RunIdentity):
     sampling: dict[str, Any]
-    protocol: dict[str, Any]
+    protocol: Protocol
     model_meta: dict[str, Any]
     code_version: str
     device: str

@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from app.db.models import Gate
 from app.labels import Name, Tags
 from app.schemas.jobs import JobOut
-from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
 from core.noise import TEST
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+from core.protocol import Protocol
+from core.zoo.refs import AnyModelRef, ModelRef
 
 MAX_CANDIDATES = 32
 MAX_RULES = 50
@@ -122,20 +122,17 @@ class RecommendationPage(BaseModel):
 # --- rankings ------------------------------------------------------------------------------------------
 
 
-AnyModel = Annotated[TorchvisionRef | TimmRef | CheckpointRef, Field(discriminator="source")]
-
-
 class NamedModel(BaseModel):
     """A model with the name and tags its run gets (as in ``POST /v1/jobs``); the name labels it here."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: AnyModel
+    model: ModelRef
     name: Name | None = None
     tags: Tags = Field(default_factory=dict)
 
 
-Candidate = Annotated[AnyModel | NamedModel, Field(union_mode="left_to_right")]
+Candidate = Annotated[ModelRef | NamedModel, Field(union_mode="left_to_right")]
 
 
 class RankingRequest(BaseModel):
@@ -148,7 +145,7 @@ class RankingRequest(BaseModel):
     )
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    protocol: Protocol = Field(default_factory=Protocol)
     rule: str = RULE_FIELD
 
 
@@ -191,7 +188,7 @@ class StoredRun(BaseModel):
     id: uuid.UUID
 
 
-Reference = Annotated[TorchvisionRef | TimmRef | CheckpointRef | StoredRun, Field(discriminator="source")]
+Reference = Annotated[AnyModelRef | StoredRun, Field(discriminator="source")]
 Subject = Annotated[Reference | NamedModel, Field(union_mode="left_to_right")]
 
 
@@ -208,7 +205,7 @@ class GateRequest(BaseModel):
     baseline: Subject
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    protocol: Protocol = Field(default_factory=Protocol)
     rules: list[Annotated[str, Field(max_length=200)]] = Field(
         min_length=1,
         max_length=MAX_RULES,
@@ -234,7 +231,7 @@ class RuleOut(BaseModel):
 
 
 class GateOut(BaseModel):
-    """A stored gate decision, read from its row (``GateOut.model_validate(gate)``)."""
+    # A stored gate decision, read from its row: ``GateOut.model_validate(gate)``.
 
     model_config = ConfigDict(from_attributes=True)
 

@@ -9,7 +9,6 @@ and per architecture, and pairwise win rates within an architecture.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 
@@ -24,7 +23,7 @@ SHOWN_MISSING = 10
 
 
 def _check_comparable(found: Mapping[uuid.UUID, RunWithMarkers]) -> None:
-    protocols = {json.dumps(item.run.protocol, sort_keys=True) for item in found.values()}
+    protocols = {item.run.protocol for item in found.values()}
     if len(protocols) > 1:
         raise ServiceError(
             422,

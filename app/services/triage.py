@@ -23,9 +23,7 @@ from app.db.run_key import request_key
 from app.db.run_queries import markers_of, upload_filenames
 from app.db.triage_queries import list_gates, newest_runs_by_request
 from app.labels import reference_of, run_label, stored_reference, warnings_of
-from app.references import AnyModelRef
 from app.schemas.jobs import JobOut, JobRequest
-from app.schemas.scoring import ProtocolFields
 from app.schemas.triage import (
     Comparison,
     GateOut,
@@ -50,6 +48,7 @@ from core.data.refs import AnyDatasetRef, Sampling
 from core.evidence import evidence_for, rule_key, statement
 from core.markers import list_markers
 from core.noise import TEST
+from core.protocol import Protocol
 from core.triage import (
     MarkerRecord,
     Rule,
@@ -65,7 +64,7 @@ from core.triage import (
     verdict,
 )
 from core.zoo import WeightsPair, v1_v2_pairs
-from core.zoo.refs import TorchvisionRef
+from core.zoo.refs import AnyModelRef, TorchvisionRef
 from core.zoo.torchvision_zoo import weights_enum
 
 V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
@@ -77,7 +76,7 @@ class ScoringPlan:
 
     dataset: AnyDatasetRef
     sampling: Sampling
-    protocol: ProtocolFields
+    protocol: Protocol
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def record_of(label: str, run: Run, markers: list[Marker]) -> MarkerRecord:
         label,
         {m.name: m.value for m in markers},
         {m.name: m.std for m in markers},
-        repeats=int(run.protocol.get("repeats", 1)),
+        repeats=run.protocol.repeats,
         undecidable={m.name: m.reason or "not decidable" for m in markers if not m.decidable},
     )
 
@@ -152,7 +151,7 @@ def triage_rule(name: str) -> Rule:
         raise ServiceError(422, "unknown_rule", str(exc)) from None
 
 
-def rule_used(rule: Rule, protocol: ProtocolFields) -> RuleUsed:
+def rule_used(rule: Rule, protocol: Protocol) -> RuleUsed:
     """What an answer applied, with the back-test evidence for it under this GLUE variant."""
     dichotomy, centering = protocol.dichotomy, protocol.centering
     key = rule_key(rule.name, dichotomy, centering)
@@ -379,8 +378,7 @@ def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
 def _check_scored_alike(run: Run, side: str, scoring: ScoringPlan) -> None:
     """A stored run is only compared under the gate's own sampling and protocol: checked before
     anything is queued for the other side, so a mismatch costs no scoring."""
-    sampling, protocol = scoring.sampling.model_dump(mode="json"), scoring.protocol.model_dump()
-    if run.sampling != sampling or run.protocol != protocol:
+    if run.sampling != scoring.sampling.model_dump(mode="json") or run.protocol != scoring.protocol:
         raise ServiceError(
             422,
             "incomparable_runs",

@@ -11,8 +11,8 @@ from core.device import resolve_device
 from core.errors import CancelCheck, stop_if_cancelled
 from core.glue import GlueResult, analyze
 from core.markers.inputs import MarkerInputs, marker_inputs
-from core.markers.protocol import Protocol
 from core.markers.registry import MarkerSpec, MarkerUndefined, MarkerValue, get_marker, list_markers
+from core.protocol import Protocol
 
 
 def _not_applicable_reason(spec: MarkerSpec, inputs: MarkerInputs) -> str | None:
