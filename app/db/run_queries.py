@@ -136,6 +136,10 @@ def runs_with_markers(session: Session, run_ids: Collection[uuid.UUID]) -> dict[
     return {run.id: RunWithMarkers(run, markers[run.id]) for run in runs}
 
 
+def run_by_id(session: Session, run_id: uuid.UUID) -> Run | None:
+    return session.get(Run, run_id)
+
+
 def run_with_markers(session: Session, run_id: uuid.UUID) -> RunWithMarkers | None:
     """One stored run with its markers, or None."""
     return runs_with_markers(session, [run_id]).get(run_id)

@@ -1,4 +1,4 @@
-"""Queries behind the triage answers: stored runs by request key, and the gate history.
+"""The triage repository: stored runs by request key, gate decisions saved, found and listed.
 
 The gate history pages by keyset on (created_at, id), newest first (``app.db.paging``), like the run
 history.
@@ -6,6 +6,7 @@ history.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection
 
 from sqlalchemy import select
@@ -28,6 +29,17 @@ def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> d
     for run in session.scalars(query):
         newest.setdefault(str(run.request_key), run)
     return newest
+
+
+def gate_by_id(session: Session, gate_id: uuid.UUID) -> Gate | None:
+    return session.get(Gate, gate_id)
+
+
+def save_gate(session: Session, row: Gate) -> Gate:
+    """Record a gate decision (committed: a decision is kept for audit once it is answered)."""
+    session.add(row)
+    session.commit()
+    return row
 
 
 def list_gates(

@@ -17,13 +17,18 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
+from app.db.job_queries import (
+    active_job,
+    job_by_id,
+    job_by_idempotency_key,
+    mark_cancelled,
+    newest_run_of_request,
+)
+from app.db.models import Job, JobStatus, Run
 from app.db.run_key import canonical_json
 from app.queue import enqueue_score, revoke
 from app.schemas.jobs import JobRequest
@@ -41,21 +46,15 @@ class Submitted:
     job: Job | None = None
 
 
-def _active_job(session: Session, key: str) -> Job | None:
-    active = [s.value for s in ACTIVE_STATUSES]
-    return session.scalar(select(Job).where(Job.request_key == key, Job.status.in_(active)))
-
-
 def stored_run(session: Session, admitted: Admitted) -> Run | None:
     """The newest run stored for this request, when a stored run may answer it (immutable data)."""
     if not admitted.reusable:
         return None
-    newest = select(Run).where(Run.request_key == admitted.request_key).order_by(Run.created_at.desc())
-    return session.scalar(newest.limit(1))
+    return newest_run_of_request(session, admitted.request_key)
 
 
 def _replay(session: Session, idempotency_key: str, request_hash: str) -> Submitted | None:
-    job = session.scalar(select(Job).where(Job.idempotency_key == idempotency_key))
+    job = job_by_idempotency_key(session, idempotency_key)
     if job is None:
         return None
     if job.request_hash != request_hash:
@@ -75,7 +74,7 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
     key = admitted.request_key
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
-    if (job := _active_job(session, key)) is not None:
+    if (job := active_job(session, key)) is not None:
         return Submitted(job=job)
     job = Job(
         request_key=key,
@@ -107,7 +106,7 @@ def _after_race(
     """Another request committed the same job (or idempotency key) first: answer with theirs."""
     if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash)):
         return replayed
-    if (job := _active_job(session, admitted.request_key)) is not None:
+    if (job := active_job(session, admitted.request_key)) is not None:
         return Submitted(job=job)
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
@@ -116,7 +115,7 @@ def _after_race(
 
 def find_job(session: Session, job_id: uuid.UUID) -> Job:
     """The job's row; 404 ``job_not_found``."""
-    job = session.get(Job, job_id)
+    job = job_by_id(session, job_id)
     if job is None:
         raise ServiceError(404, "job_not_found", f"no job {job_id}")
     return job
@@ -124,14 +123,9 @@ def find_job(session: Session, job_id: uuid.UUID) -> Job:
 
 def cancel(session: Session, settings: Settings, job: Job) -> Job:
     """Mark a queued or running job cancelled; the worker checks the row and stops at its next step."""
-    active = [s.value for s in ACTIVE_STATUSES]
-    done = session.execute(
-        update(Job)
-        .where(Job.id == job.id, Job.status.in_(active))
-        .values(status=JobStatus.cancelled.value, finished_at=datetime.now(UTC))
-    )
+    cancelled = mark_cancelled(session, job.id)
     session.commit()
-    if done.rowcount == 0:  # type: ignore[attr-defined]
+    if not cancelled:
         session.refresh(job)
         raise ServiceError(409, "job_finished", f"job {job.id} is already {job.status}")
     session.refresh(job)

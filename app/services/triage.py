@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 from app.db.models import Gate, Job, Marker, Run
 from app.db.paging import PageKey
 from app.db.run_key import request_key
-from app.db.run_queries import markers_of, upload_filenames
-from app.db.triage_queries import list_gates, newest_runs_by_request
+from app.db.run_queries import markers_of, run_by_id, upload_filenames
+from app.db.triage_queries import gate_by_id, list_gates, newest_runs_by_request, save_gate
 from app.labels import reference_of, run_label, stored_reference, warnings_of
 from app.schemas.jobs import JobOut, JobRequest
 from app.schemas.triage import (
@@ -369,7 +369,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
 
 
 def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
-    run = session.get(Run, subject.id)
+    run = run_by_id(session, subject.id)
     if run is None:
         raise ServiceError(404, "run_not_found", f"the {side} names run {subject.id}, which does not exist")
     return run
@@ -443,14 +443,12 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         passed=result.passed,
         status=result.status,
     )
-    session.add(row)
-    session.commit()
-    return row
+    return save_gate(session, row)
 
 
 def find_gate(session: Session, gate_id: uuid.UUID) -> GateOut:
     """One stored decision; 404 ``gate_not_found``."""
-    row = session.get(Gate, gate_id)
+    row = gate_by_id(session, gate_id)
     if row is None:
         raise ServiceError(404, "gate_not_found", f"no gate {gate_id}")
     return GateOut.model_validate(row)
