@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.db.checkpoints import save_checkpoint, stored_checkpoint
+from app.db.checkpoint_queries import save_checkpoint, stored_checkpoint
 from app.db.models import Checkpoint
 from app.labels import BadLabel, check_name, parse_tags
 from app.references import CANONICAL_SUFFIX, FORMATS, stored_path

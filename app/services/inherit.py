@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.db.checkpoints import stored_checkpoint
+from app.db.checkpoint_queries import stored_checkpoint
 from app.db.models import Checkpoint
 from app.schemas.jobs import JobRequest
 from core.zoo.preprocess import Preprocess
