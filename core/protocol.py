@@ -8,6 +8,7 @@ protocols.
 
 Upper bounds keep one protocol from describing unbounded work (a service refuses it before it
 queues anything); the lower bounds are GLUE's own: at least 2 points per class, 1 draw, 1 repeat.
+A leaf module (pydantic only): the database models import it without pulling in torch.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from core.data.refs import Seed
 
 Centering = Literal["none", "global"]
 Dichotomy = Literal["one_vs_rest", "first_vs_rest", "random"]
@@ -26,10 +25,13 @@ DICHOTOMIES: tuple[str, ...] = get_args(Dichotomy)
 # Ψ_eff on real features; see docs/noise.md for the measurements (benchmarks/repeats_convergence.py).
 DEFAULT_REPEATS = 5
 
+SEED_MAX = 2**31 - 1
 POINTS_MAX = 10_000
 N_T_MAX = 100_000
 REPEATS_MAX = 100
 
+# One seed bounds the sampling (``core.data.refs.Sampling``) and the markers.
+Seed = Annotated[int, Field(ge=0, le=SEED_MAX, description="seeds the sampling and the markers")]
 Points = Annotated[int, Field(ge=2, le=POINTS_MAX, description="GLUE points per class")]
 NT = Annotated[int, Field(ge=1, le=N_T_MAX, description="GLUE Gaussian draws t_k")]
 Repeats = Annotated[int, Field(ge=1, le=REPEATS_MAX, description="independent GLUE repeats")]

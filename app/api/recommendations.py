@@ -18,8 +18,8 @@ from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
 from app.schemas.triage import Pending, Recommendation, RecommendationPage
 from app.services import triage as triage_service
-from core.data.refs import Classes, PerClass, Sampling, Seed, Split, parse_dataset_ref
-from core.protocol import NT, Points, Protocol, Repeats
+from core.data.refs import Classes, PerClass, Sampling, Split, parse_dataset_ref
+from core.protocol import NT, Points, Protocol, Repeats, Seed
 
 router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
 
