@@ -16,7 +16,7 @@ from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import responses
 from app.db.paging import CREATED
 from app.schemas.triage import GateOut, GatePage, GateRequest, Pending
-from app.services import triage as triage_service
+from app.services import gates as gate_service
 
 router = APIRouter(prefix="/v1/gates", tags=["gates"])
 
@@ -33,7 +33,7 @@ router = APIRouter(prefix="/v1/gates", tags=["gates"])
 def post_gate(body: GateRequest, session: SessionDep, settings: SettingsDep, _: WriteAccess) -> JSONResponse:
     """Each rule with the candidate's and baseline's values, the change and pass/fail; ``passed`` when
     every rule passes. A metric missing from the candidate fails its rule."""
-    answer = triage_service.gate(session, settings, body)
+    answer = gate_service.gate(session, settings, body)
     if isinstance(answer, Pending):
         return JSONResponse(answer.model_dump(mode="json"), status_code=202)
     out = GateOut.model_validate(answer).model_dump(mode="json")
@@ -50,7 +50,7 @@ def get_gates(
 ) -> GatePage:
     """Gate decisions, newest first."""
     after = decode_cursor(cursor, CREATED, True) if cursor else None
-    items, next_key = triage_service.gate_page(session, min(limit, settings.page_size_max), after, passed)
+    items, next_key = gate_service.gate_page(session, min(limit, settings.page_size_max), after, passed)
     return GatePage(
         items=items,
         next_cursor=encode_cursor(next_key, CREATED, True) if next_key else None,
@@ -59,4 +59,4 @@ def get_gates(
 
 @router.get("/{gate_id}", response_model=GateOut, responses=responses(404, 422))
 def get_gate(gate_id: uuid.UUID, session: SessionDep) -> GateOut:
-    return triage_service.find_gate(session, gate_id)
+    return gate_service.find_gate(session, gate_id)

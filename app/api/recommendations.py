@@ -17,6 +17,7 @@ from app.api.cursor import PageLimit
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
 from app.schemas.triage import Pending, Recommendation, RecommendationPage
+from app.services import recommendations as recommendation_service
 from app.services import triage as triage_service
 from core.data.refs import Classes, PerClass, Sampling, Split, parse_dataset_ref
 from core.protocol import NT, Points, Protocol, Repeats, Seed
@@ -70,14 +71,14 @@ def list_recommendations(
     """Every torchvision architecture with v1/v2 weights, with the verdict ``rule`` gives on the runs
     stored so far (or null), and the rule with its back-test evidence."""
     chosen = triage_service.triage_rule(rule)
-    architectures = sorted(triage_service.weight_pairs())
+    architectures = sorted(recommendation_service.weight_pairs())
     if cursor is not None:
         if cursor not in architectures:
             raise ApiError(422, "invalid_cursor", f"cursor {cursor!r} is not an architecture of this list")
         architectures = architectures[architectures.index(cursor) + 1 :]
     size = min(limit, settings.page_size_max)
     page = architectures[:size]
-    items = triage_service.recommendations_so_far(session, scoring, page, chosen)
+    items = recommendation_service.recommendations_so_far(session, scoring, page, chosen)
     return RecommendationPage(
         items=items,
         rule=triage_service.rule_used(chosen, scoring.protocol),
@@ -105,6 +106,6 @@ def get_recommendation(
     acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule; 202 with the jobs
     while either run is being computed."""
     chosen = triage_service.triage_rule(rule)
-    answer = triage_service.recommend(session, settings, arch, scoring, chosen)
+    answer = recommendation_service.recommend(session, settings, arch, scoring, chosen)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

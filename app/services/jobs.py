@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.db import job_queries
 from app.db.job_queries import (
     active_job,
     job_by_id,
@@ -111,6 +112,11 @@ def _after_race(
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
     raise ServiceError(409, "conflict", "a concurrent identical request is being handled; retry")
+
+
+def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Job]]:
+    """The live jobs table: every queued or running job, and the ``recent`` newest finished ones."""
+    return job_queries.active_and_recent(session, recent)
 
 
 def find_job(session: Session, job_id: uuid.UUID) -> Job:

@@ -11,11 +11,20 @@ import csv
 import io
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from app.db.models import Job, Marker, Run
 from app.db.paging import CREATED, PageKey
-from app.db.run_queries import RunFilter, list_runs, marker_values, run_with_markers, upload_filenames
+from app.db.run_queries import (
+    RunFilter,
+    latest_job_of,
+    list_runs,
+    marker_values,
+    run_with_markers,
+    upload_filenames,
+)
 from app.db.session import get_sessionmaker
 from app.labels import BadLabel, parse_tag
 from app.schemas.runs import RunDetail, RunSummary
@@ -71,6 +80,23 @@ def run_detail(session: Session, run_id: uuid.UUID) -> RunDetail:
         raise ServiceError(404, "run_not_found", f"no run {run_id}")
     context = {"filenames": upload_filenames(session, [found.run]), "markers": found.markers}
     return RunDetail.model_validate(found.run, context=context)
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """What the run's page shows: the row, its markers, and the newest job that produced or found it."""
+
+    run: Run
+    markers: list[Marker]
+    job: Job | None
+
+
+def run_page_parts(session: Session, run_id: uuid.UUID) -> RunPage:
+    """One run for its page; 404 ``run_not_found``."""
+    found = run_with_markers(session, run_id)
+    if found is None:
+        raise ServiceError(404, "run_not_found", f"no run {run_id}")
+    return RunPage(found.run, found.markers, latest_job_of(session, run_id))
 
 
 def csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> Iterator[str]:

@@ -1,8 +1,7 @@
 """``/compare?runs=a,b``: runs side by side, differences beyond the noise marked, and a marker scatter.
 
-Each run is compared with the first one named, marker by marker, through ``MarkerRecord.estimate`` and
-``core.noise.compare`` (the Welch test the verdicts and gates use), so the page highlights exactly
-what a gate would call a difference.
+Each run is compared with the first one named by the comparison service (``app.services.compare``),
+so the page highlights exactly what a gate would call a difference.
 """
 
 from __future__ import annotations
@@ -16,14 +15,11 @@ from fastapi.responses import HTMLResponse
 
 from app.api.deps import SessionDep
 from app.api.runs import MARKER_NAME
-from app.db.run_queries import runs_with_markers
+from app.services.compare import compare_runs
 from app.services.errors import ServiceError
-from app.services.runs import known_marker
-from app.services.triage import record_of
 from app.ui.plots import marker_scatter
 from app.ui.templating import render
 from core.markers import list_markers
-from core.noise import compare
 
 router = APIRouter()
 
@@ -55,29 +51,11 @@ def compare_page(
 ) -> HTMLResponse:
     names = [spec.name for spec in list_markers()]
     try:
-        ids = _run_ids(runs)
-        known_marker(x, "x")
-        known_marker(y, "y")
-        found = runs_with_markers(session, ids)
-        missing = [str(i) for i in ids if i not in found]
-        if missing:
-            raise ServiceError(404, "run_not_found", f"no run {', '.join(missing)}")
+        compared = compare_runs(session, _run_ids(runs), (x, y))
     except ServiceError as exc:
         context = {"error": exc, "names": names, "x": x, "y": y, "runs_text": runs}
         return render(request, "compare.html", context, status=exc.status)
-    ordered = [found[i].run for i in ids]
-    records = [record_of(str(i), found[i].run, found[i].markers) for i in ids]
-    rows = []
-    for name in names:
-        cells = []
-        base = records[0].estimate(name)
-        for record in records:
-            estimate = record.estimate(name)
-            diff = compare(base, estimate) if base is not None and estimate is not None else None
-            std = record.stds.get(name)
-            cells.append({"estimate": estimate, "std": std, "beyond_noise": bool(diff and diff.significant),
-                          "reason": diff.reason() if diff else ""})
-        rows.append({"name": name, "cells": cells})
+    ordered, records = compared.runs, compared.records
     figure = marker_scatter(
         [run.architecture or str(run.id)[:8] for run in ordered],
         [f"/runs/{run.id}" for run in ordered],
@@ -87,7 +65,7 @@ def compare_page(
         (x, y, "id_accuracy"),
     )
     context = {
-        "runs": ordered, "rows": rows, "names": names, "x": x, "y": y, "runs_text": runs,
+        "runs": ordered, "rows": compared.rows, "names": names, "x": x, "y": y, "runs_text": runs,
         "figure": script_json(figure),
     }
     return render(request, "compare.html", context)

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from app.api.cursor import CURSOR_MAX, decode_cursor, encode_cursor
 from app.api.deps import SessionDep
 from app.db.paging import CREATED
-from app.services import triage as triage_service
+from app.services import gates as gate_service
 from app.services.errors import ServiceError
 from app.ui.templating import render
 
@@ -29,7 +29,7 @@ def gates_page(
         after = decode_cursor(cursor, CREATED, True) if cursor else None
     except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
-    gates, next_key = triage_service.gate_page(session, PAGE, after)
+    gates, next_key = gate_service.gate_page(session, PAGE, after)
     next_url = f"/gates?cursor={encode_cursor(next_key, CREATED, True)}" if next_key else None
     return render(request, "gates.html", {"gates": gates, "next_url": next_url})
 
@@ -37,7 +37,7 @@ def gates_page(
 @router.get("/gates/{gate_id}", response_class=HTMLResponse)
 def gate_page(request: Request, gate_id: uuid.UUID, session: SessionDep) -> HTMLResponse:
     try:
-        gate = triage_service.find_gate(session, gate_id)
+        gate = gate_service.find_gate(session, gate_id)
     except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
     return render(request, "gate.html", {"gate": gate})

@@ -8,11 +8,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.api.deps import SessionDep, SettingsDep
-from app.db.job_queries import active_and_recent
 from app.db.models import Job
-from app.db.run_queries import RunFilter, list_runs
-from app.db.triage_queries import list_gates
+from app.db.paging import CREATED
+from app.db.run_queries import RunFilter
+from app.services import gates as gate_service
 from app.services import jobs as job_service
+from app.services import runs as run_service
 from app.services.errors import ServiceError
 from app.ui.session import check_write
 from app.ui.templating import render
@@ -22,14 +23,14 @@ RECENT = 10
 
 
 def _jobs(session: SessionDep) -> tuple[list[Job], list[Job]]:
-    return active_and_recent(session, RECENT)
+    return job_service.active_and_recent(session, RECENT)
 
 
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, session: SessionDep) -> HTMLResponse:
     running, finished = _jobs(session)
-    runs, _ = list_runs(session, RunFilter(), limit=RECENT)
-    gates, _ = list_gates(session, limit=RECENT, after=None, passed=None)
+    runs, _ = run_service.history_page(session, RunFilter(), CREATED, True, RECENT, None)
+    gates, _ = gate_service.gate_page(session, RECENT, None)
     context = {"running": running, "finished": finished, "runs": runs, "gates": gates}
     return render(request, "home.html", context)
 

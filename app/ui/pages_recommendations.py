@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from app.api.deps import SessionDep
 from app.api.recommendations import ScoringQuery, scoring_query
+from app.services import recommendations as recommendation_service
 from app.services import triage as triage_service
 from app.services.errors import ServiceError
 from app.ui.templating import render
@@ -24,7 +25,8 @@ FIELDS = tuple(ScoringQuery.model_fields)
 @router.get("/recommendations", response_class=HTMLResponse)
 def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
     asked = {k: v for k, v in request.query_params.items() if k in FIELDS and v.strip()}
-    context = {"asked": asked, "items": None, "error": None, "count": len(triage_service.weight_pairs())}
+    count = len(recommendation_service.weight_pairs())
+    context = {"asked": asked, "items": None, "error": None, "count": count}
     if "dataset" not in asked:
         return render(request, "recommendations.html", context)
     try:
@@ -37,8 +39,8 @@ def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
         error = ServiceError(exc.http_status, exc.code, exc.message)
         return render(request, "recommendations.html", {**context, "error": error}, status=exc.http_status)
     rule = triage_service.triage_rule("geometry")
-    items = triage_service.recommendations_so_far(
-        session, scoring, sorted(triage_service.weight_pairs()), rule
+    items = recommendation_service.recommendations_so_far(
+        session, scoring, sorted(recommendation_service.weight_pairs()), rule
     )
     used = triage_service.rule_used(rule, scoring.protocol)
     return render(request, "recommendations.html", {**context, "items": items, "rule": used})
