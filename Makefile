@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install run test lint typecheck imports unit bench clean
 
 install: $(VENV)/.installed
 
@@ -31,7 +31,10 @@ typecheck: install
 unit: install
 	$(BIN)/pytest tests/unit
 
-test: lint typecheck
+imports: install
+	$(BIN)/lint-imports
+
+test: lint typecheck imports
 	$(BIN)/pytest
 
 bench: install

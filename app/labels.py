@@ -17,7 +17,7 @@ from pydantic import AfterValidator, Field
 
 if TYPE_CHECKING:  # app.db.models imports this module's bounds: it must not pull in core.zoo (torch)
     from app.db.models import Run
-    from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+    from core.zoo.refs import AnyModelRef
 
 NAME_CHARS = 128
 TAG_KEY_CHARS = 32
@@ -85,7 +85,7 @@ def short_hashes(text: str) -> str:
     return _HASH.sub(lambda m: m.group(0)[:SHORT_HASH], text)
 
 
-def reference_of(ref: TorchvisionRef | TimmRef | CheckpointRef) -> str:
+def reference_of(ref: AnyModelRef) -> str:
     """The short string a user would type for ``ref`` (see ``core.zoo.refs``), hashes shortened."""
     from core.zoo.refs import TimmRef, TorchvisionRef
 

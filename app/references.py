@@ -15,7 +15,7 @@ from typing import Any
 from core.data.refs import AnyDatasetRef, Sampling, validate_dataset_ref
 from core.errors import ZooError
 from core.markers import Protocol
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef, validate_model_ref
+from core.zoo.refs import AnyModelRef, CheckpointRef, validate_model_ref
 
 FORMATS = {
     ".safetensors": "safetensors",
@@ -28,7 +28,6 @@ FORMATS = {
 CANONICAL_SUFFIX = {"safetensors": ".safetensors", "torch": ".pt", "torch_export": ".pt2"}
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
-AnyModelRef = TorchvisionRef | TimmRef | CheckpointRef
 
 
 class UnknownCheckpoint(ZooError):

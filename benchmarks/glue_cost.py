@@ -25,10 +25,10 @@ _ROW = """
 import json, resource, sys, time
 import numpy as np, torch
 from core.examples import relu_like
-from core.glue import solve_draws, validate_inputs
+from core.glue import solve_draws, glue_inputs
 
 p, m, dim, n_t = (int(a) for a in sys.argv[1:])
-feats, classes, n_classes = validate_inputs(*relu_like(seed=0, n_classes=p, per_class=m, dim=dim))
+feats, classes, n_classes = glue_inputs(*relu_like(seed=0, n_classes=p, per_class=m, dim=dim))
 args = (np.random.SeedSequence(0), n_t, "none", "one_vs_rest", "fast", torch.device("cpu"))
 solve_draws(feats[: 2 * m], classes[: 2 * m], 2, *args)  # warm up: libraries loaded, pools made
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -17,11 +17,11 @@ from core.errors import CancelCheck
 from core.extraction_child import OUTPUT
 from core.features import Extraction, Progress
 from core.isolation import ChildLimits, run_isolated
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+from core.zoo.refs import AnyModelRef, CheckpointRef
 
 
 def extract_isolated(
-    model: TorchvisionRef | TimmRef | CheckpointRef,
+    model: AnyModelRef,
     request: dict[str, Any],
     device: torch.device,
     progress: Progress,

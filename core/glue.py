@@ -40,13 +40,10 @@ from core.glue_regime import Regime, combine, judge, saturated_fraction, separab
 from core.glue_subsets import Noise, repeat_subsets
 from core.inputs import class_labels, finite_matrix
 from core.nnls import solve_batched, solve_reference
+from core.protocol import CENTERINGS, DICHOTOMIES, Centering, Dichotomy
 from core.threads import single_threaded
 
-Centering = Literal["none", "global"]
-Dichotomy = Literal["one_vs_rest", "first_vs_rest", "random"]
 Solver = Literal["fast", "reference"]
-CENTERINGS: tuple[str, ...] = ("none", "global")
-DICHOTOMIES: tuple[str, ...] = ("one_vs_rest", "first_vs_rest", "random")
 SOLVERS: tuple[str, ...] = ("fast", "reference")
 
 MARKERS: tuple[str, ...] = (
@@ -159,7 +156,7 @@ def analyze(
     ``cancel`` is polled before every repeat and every solver batch: when it answers yes the analysis
     stops with ``core.errors.Cancelled`` (a large ``repeats`` can otherwise run for hours).
     """
-    x, classes, n_classes = validate_inputs(features, labels)
+    x, classes, n_classes = glue_inputs(features, labels)
     _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
     dev = resolve_device(device)
     runs = []
@@ -181,7 +178,7 @@ def analyze(
     return replace(_combine(runs), noise=noise)
 
 
-def validate_inputs(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, int]:
+def glue_inputs(features: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Check the data once at the boundary; return float64 features, class indices 0..P−1 and P."""
     x = finite_matrix("features", features)
     _, classes = class_labels(labels, x.shape[0])

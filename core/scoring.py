@@ -32,7 +32,7 @@ from core.features import Progress, default_workers
 from core.isolation import ChildLimits
 from core.markers import MarkerValue, Protocol, compute_markers
 from core.zoo.loader import ModelInfo
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+from core.zoo.refs import AnyModelRef, CheckpointRef
 from core.zoo.weights import sha256_file
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -60,7 +60,7 @@ class ScoreResult:
 
 
 def score(
-    model: TorchvisionRef | TimmRef | CheckpointRef,
+    model: AnyModelRef,
     dataset: AnyDatasetRef,
     sampling: Sampling,
     protocol: Protocol,
@@ -160,7 +160,7 @@ def _timed(timings: dict[str, float], stage: str, report: Callable[[str, int, in
 
 
 def _cache_key(
-    model: TorchvisionRef | TimmRef | CheckpointRef, fingerprint: str, device: torch.device
+    model: AnyModelRef, fingerprint: str, device: torch.device
 ) -> str:
     """Everything that changes the extracted numbers, known before loading anything: the weights (a
     checkpoint's content hash; a library model's name and tag), the options of the reference

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Query
 from app.api.deps import AdminAccess, SessionDep, SettingsDep
 from app.api.errors import ApiError, responses
 from app.api_keys import UnknownApiKey, create_api_key, list_api_keys, revoke_api_key
+from app.db.paging import split_page
 from app.schemas.api_keys import ApiKeyCreated, ApiKeyOut, ApiKeyPage, ApiKeyRequest
 
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"])
@@ -33,9 +34,9 @@ def list_keys(
 ) -> ApiKeyPage:
     """Keys oldest first, revoked ones included (their ``revoked_at`` is set)."""
     size = min(limit, settings.page_size_max)
-    rows = list_api_keys(session, after_id=int(cursor or 0), limit=size + 1)
-    items = [ApiKeyOut.model_validate(row) for row in rows[:size]]
-    return ApiKeyPage(items=items, next_cursor=str(items[-1].id) if len(rows) > size else None)
+    rows, end = split_page(list_api_keys(session, after_id=int(cursor or 0), limit=size + 1), size)
+    items = [ApiKeyOut.model_validate(row) for row in rows]
+    return ApiKeyPage(items=items, next_cursor=str(end.id) if end is not None else None)
 
 
 @router.delete("/{key_id}", response_model=ApiKeyOut, responses=responses(401, 403, 404, 422))

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
-from app.db.models import Checkpoint
-from app.references import CANONICAL_SUFFIX, FORMATS, stored_path
 from app.schemas.checkpoints import CheckpointOut
-from app.services.checkpoints import check_fields, described, display_name, suffix_of, validate
+from app.services import checkpoints as checkpoint_service
 from app.services.uploads import receive_file
 
 router = APIRouter(prefix="/v1/checkpoints", tags=["checkpoints"])
@@ -61,41 +57,6 @@ _UPLOAD_BODY = {
 }
 
 
-def _stored(session: Session, sha256: str) -> Checkpoint | None:
-    return session.get(Checkpoint, sha256)
-
-
-def _again(existing: Checkpoint, upload: Checkpoint, response: Response) -> CheckpointOut:
-    """The stored record when the re-upload says the same about it (200), else 409 naming it."""
-    fields = ("library", "architecture", "filename", "name", "tags", "preprocess", "label_space")
-    if all(getattr(existing, f) == getattr(upload, f) for f in fields):
-        response.status_code = 200
-        return _out(existing)
-    stored = ", ".join(f"{f}={getattr(existing, f)!r}" for f in fields)
-    raise ApiError(
-        409, "checkpoint_exists",
-        f"these bytes are already checkpoint {existing.sha256} with {stored}; use that id (the stored "
-        "record keeps its fields)",
-    )
-
-
-def _out(row: Checkpoint) -> CheckpointOut:
-    return CheckpointOut(
-        id=row.sha256,
-        model_path=row.sha256 + CANONICAL_SUFFIX[row.format],
-        size_bytes=row.size_bytes,
-        format=row.format,
-        library=row.library,
-        architecture=row.architecture,
-        filename=row.filename,
-        name=row.name,
-        tags=row.tags,
-        preprocess=row.preprocess,
-        label_space=row.label_space,
-        created_at=row.created_at,
-    )
-
-
 @router.post(
     "",
     status_code=201,
@@ -141,36 +102,9 @@ async def upload_checkpoint(
         request.headers.get("content-type"), request.stream(), folder, settings.upload_limit_bytes
     )
     try:
-        suffix = suffix_of(received.filename)
-        library = received.fields.get("library") or None
-        architecture = received.fields.get("architecture") or None
-        check_fields(library, architecture, suffix)
-        given = described(received.fields)
-        saved = await run_in_threadpool(validate, received, suffix)
-        row = Checkpoint(
-            sha256=received.sha256,
-            size_bytes=received.size,
-            format=FORMATS[suffix],
-            library=library,
-            architecture=saved.architecture or architecture,
-            filename=display_name(received, suffix),
-            name=given.name or saved.name,
-            tags=given.tags,
-            preprocess=given.preprocess,
-            label_space=given.label_space,
-        )
-        existing = await run_in_threadpool(_stored, session, received.sha256)
-        if existing is not None:
-            return _again(existing, row, response)
-        received.path.replace(stored_path(folder, received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]]))
-        session.add(row)
-        try:
-            await run_in_threadpool(session.commit)
-        except IntegrityError:  # the same bytes uploaded concurrently: theirs won, same content
-            await run_in_threadpool(session.rollback)
-            winner = await run_in_threadpool(_stored, session, received.sha256)
-            assert winner is not None, "an upload that lost a race is found under the winner's id"
-            return _again(winner, row, response)
-        return _out(row)
+        accepted = await run_in_threadpool(checkpoint_service.accept, session, folder, received)
     finally:
         received.path.unlink(missing_ok=True)
+    if not accepted.created:
+        response.status_code = 200
+    return accepted.checkpoint

@@ -1,4 +1,5 @@
-"""Opaque page tokens (the last row's sort key, bound to the sort they were issued for) and the page
+"""The one page-token codec of every keyset list (runs, gates; ``app.db.paging`` does the query):
+opaque tokens holding the last row's sort key, bound to the sort they were issued for, and the page
 size every list endpoint shares.
 
 A token comes from the client, so it is bounded in length and parsed defensively: anything but the
@@ -18,7 +19,7 @@ from typing import Annotated
 from fastapi import Query
 
 from app.api.errors import ApiError
-from app.db.run_queries import CREATED, PageKey
+from app.db.paging import CREATED, PageKey
 
 PAGE_SIZE_MAX = 1000
 CURSOR_MAX = 512  # the tokens we issue are well under 300 characters
@@ -30,7 +31,7 @@ Cursor = Annotated[str | None, Query(max_length=CURSOR_MAX, description="next_cu
 
 def encode_cursor(key: PageKey, sort: str, descending: bool) -> str:
     value = key.value.isoformat() if isinstance(key.value, datetime) else key.value
-    raw = json.dumps({"s": sort, "d": descending, "v": value, "i": str(key.run_id)})
+    raw = json.dumps({"s": sort, "d": descending, "v": value, "i": str(key.row_id)})
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 

@@ -17,12 +17,14 @@ from app.db.session import get_sessionmaker
 from app.settings import Settings
 
 
-async def get_settings(request: Request) -> Settings:
+async def app_settings(request: Request) -> Settings:
+    """The settings this app was created with (``create_app``), not the environment's
+    (``app.settings.get_settings``): tests and the embedded default build apps with their own."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+SettingsDep = Annotated[Settings, Depends(app_settings)]
 
 
 async def db_slot(request: Request) -> AsyncIterator[None]:

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.api.request_id import HEADER as REQUEST_ID_HEADER
 from app.api.request_id import current_request_id
 from app.schemas.errors import ErrorBody
+from app.services.errors import ServiceError
 from core.errors import ZooError
 
 log = logging.getLogger(__name__)
@@ -41,15 +42,9 @@ _HTTP_CODES = {
 RETRY_AFTER_S = 1
 
 
-class ApiError(Exception):
-    """A client-visible failure with a stable machine-readable ``code``."""
-
-    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.headers = headers
+class ApiError(ServiceError):
+    """A refusal of the HTTP layer itself (access, cursors, capacity); services raise their own
+    :class:`app.services.errors.ServiceError`, and one handler below answers both."""
 
 
 def error_response(
@@ -82,8 +77,8 @@ def _describe_validation(exc: RequestValidationError) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+    @app.exception_handler(ServiceError)
+    async def _refused(_: Request, exc: ServiceError) -> JSONResponse:
         return error_response(exc.status, exc.code, exc.message, exc.headers)
 
     @app.exception_handler(ZooError)

@@ -13,12 +13,10 @@ from fastapi.responses import JSONResponse
 
 from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import ApiError, responses
-from app.db.models import Gate
-from app.db.run_queries import CREATED
-from app.db.triage_queries import list_gates
+from app.api.errors import responses
+from app.db.paging import CREATED
 from app.schemas.triage import GateOut, GatePage, GateRequest, Pending
-from app.services import triage as triage_service
+from app.services import gates as gate_service
 
 router = APIRouter(prefix="/v1/gates", tags=["gates"])
 
@@ -35,10 +33,10 @@ router = APIRouter(prefix="/v1/gates", tags=["gates"])
 def post_gate(body: GateRequest, session: SessionDep, settings: SettingsDep, _: WriteAccess) -> JSONResponse:
     """Each rule with the candidate's and baseline's values, the change and pass/fail; ``passed`` when
     every rule passes. A metric missing from the candidate fails its rule."""
-    answer = triage_service.gate(session, settings, body)
+    answer = gate_service.gate(session, settings, body)
     if isinstance(answer, Pending):
         return JSONResponse(answer.model_dump(mode="json"), status_code=202)
-    out = triage_service.gate_out(answer).model_dump(mode="json")
+    out = GateOut.model_validate(answer).model_dump(mode="json")
     return JSONResponse(out, status_code=201, headers={"Location": f"/v1/gates/{answer.id}"})
 
 
@@ -52,16 +50,13 @@ def get_gates(
 ) -> GatePage:
     """Gate decisions, newest first."""
     after = decode_cursor(cursor, CREATED, True) if cursor else None
-    page, next_key = list_gates(session, limit=min(limit, settings.page_size_max), after=after, passed=passed)
+    items, next_key = gate_service.gate_page(session, min(limit, settings.page_size_max), after, passed)
     return GatePage(
-        items=[triage_service.gate_out(row) for row in page],
+        items=items,
         next_cursor=encode_cursor(next_key, CREATED, True) if next_key else None,
     )
 
 
 @router.get("/{gate_id}", response_model=GateOut, responses=responses(404, 422))
 def get_gate(gate_id: uuid.UUID, session: SessionDep) -> GateOut:
-    row = session.get(Gate, gate_id)
-    if row is None:
-        raise ApiError(404, "gate_not_found", f"no gate {gate_id}")
-    return triage_service.gate_out(row)
+    return gate_service.find_gate(session, gate_id)

@@ -9,31 +9,13 @@ from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import ApiError, responses
-from app.api.runs import run_detail
-from app.db.models import Job
-from app.schemas.jobs import JobError, JobOut, JobRequest, Progress
+from app.api.errors import responses
+from app.schemas.jobs import JobOut, JobRequest
 from app.schemas.runs import RunDetail
 from app.services import jobs as job_service
+from app.services import runs as run_service
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
-
-
-def job_out(job: Job) -> JobOut:
-    error = JobError(code=job.error_code, message=job.error_message or "") if job.error_code else None
-    return JobOut(
-        id=job.id,
-        name=job.name,
-        tags=job.tags,
-        status=job.status,
-        progress=Progress(stage=job.stage, done=job.done, total=job.total),
-        error=error,
-        attempts=job.attempts,
-        run_id=job.run_id,
-        created_at=job.created_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-    )
 
 
 @router.post(
@@ -57,25 +39,19 @@ def submit_job(
     """Queue a scoring job (202 + ``Location``), or return the run already computed for it (200)."""
     submitted = job_service.submit(session, settings, body, idempotency_key)
     if submitted.run is not None:
-        return JSONResponse(run_detail(session, submitted.run).model_dump(mode="json"), status_code=200)
+        detail = run_service.run_detail(session, submitted.run.id)
+        return JSONResponse(detail.model_dump(mode="json"), status_code=200)
     assert submitted.job is not None
-    body_out = job_out(submitted.job).model_dump(mode="json")
+    body_out = JobOut.model_validate(submitted.job).model_dump(mode="json")
     return JSONResponse(body_out, status_code=202, headers={"Location": f"/v1/jobs/{submitted.job.id}"})
-
-
-def _job(session: SessionDep, job_id: uuid.UUID) -> Job:
-    job = session.get(Job, job_id)
-    if job is None:
-        raise ApiError(404, "job_not_found", f"no job {job_id}")
-    return job
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=responses(404, 422))
 def get_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
-    return job_out(_job(session, job_id))
+    return JobOut.model_validate(job_service.find_job(session, job_id))
 
 
 @router.delete("/{job_id}", response_model=JobOut, responses=responses(401, 404, 409, 422))
 def cancel_job(job_id: uuid.UUID, session: SessionDep, settings: SettingsDep, _: WriteAccess) -> JobOut:
     """Cancel a queued or running job; 409 when it has already finished."""
-    return job_out(job_service.cancel(session, settings, _job(session, job_id)))
+    return JobOut.model_validate(job_service.cancel(session, settings, job_service.find_job(session, job_id)))

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import responses
 from app.schemas.triage import Pending, RankingOut, RankingRequest
-from app.services import triage as triage_service
+from app.services import rankings as ranking_service
 
 router = APIRouter(prefix="/v1/rankings", tags=["rankings"])
 
@@ -30,6 +30,6 @@ def post_ranking(
 ) -> JSONResponse:
     """Geometry order (Pareto on dimension and utilization, ties broken by their product) beside the
     ID-accuracy and LogME orders, with the pairs where they disagree."""
-    answer = triage_service.ranking(session, settings, body)
+    answer = ranking_service.ranking(session, settings, body)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

@@ -16,10 +16,11 @@ from pydantic import BaseModel, Field
 from app.api.cursor import PageLimit
 from app.api.deps import SessionDep, SettingsDep, WriteAccess
 from app.api.errors import ApiError, responses
-from app.schemas.scoring import NT, Points, ProtocolFields, Repeats
 from app.schemas.triage import Pending, Recommendation, RecommendationPage
+from app.services import recommendations as recommendation_service
 from app.services import triage as triage_service
-from core.data.refs import Classes, PerClass, Sampling, Seed, Split, parse_dataset_ref
+from core.data.refs import Classes, PerClass, Sampling, Split, parse_dataset_ref
+from core.protocol import NT, Points, Protocol, Repeats, Seed
 
 router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
 
@@ -28,31 +29,31 @@ DATASET_HELP = "dataset reference: builtin:NAME, folder:PATH, torchvision:CLASS:
 
 class ScoringQuery(BaseModel):
     """The dataset sample and protocol as query parameters, the same for both weights; each number is
-    bounded by the same declaration as in the JSON bodies (``Sampling``, ``ProtocolFields``)."""
+    bounded by the same declaration as in the JSON bodies (``Sampling``, ``core.protocol.Protocol``)."""
 
     dataset: str = Field(min_length=1, max_length=1100, description=DATASET_HELP)
     classes: Classes = None
     per_class: PerClass = None  # None: points_per_class × repeats, up to each class's size
     split: Split = None
     seed: Seed = 0
-    n_t: NT = ProtocolFields().n_t
+    n_t: NT = Protocol().n_t
     points_per_class: Points = 50
-    repeats: Repeats = ProtocolFields().repeats
+    repeats: Repeats = Protocol().repeats
 
 
-def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Scoring:
+def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.ScoringPlan:
     fields = {"classes": query.classes, "seed": query.seed, "split": query.split}
     if query.per_class is not None:
         fields["per_class"] = query.per_class
     sampling = Sampling.model_validate(fields)
-    protocol = ProtocolFields(
+    protocol = Protocol(
         n_t=query.n_t, seed=query.seed, points_per_class=query.points_per_class, repeats=query.repeats
     )
     sampling = sampling.for_repeats(protocol.points_per_class, protocol.repeats)
-    return triage_service.Scoring(parse_dataset_ref(query.dataset), sampling, protocol)
+    return triage_service.ScoringPlan(parse_dataset_ref(query.dataset), sampling, protocol)
 
 
-ScoringDep = Annotated[triage_service.Scoring, Depends(scoring_query)]
+ScoringDep = Annotated[triage_service.ScoringPlan, Depends(scoring_query)]
 RuleName = Annotated[str, Query(max_length=64, description="geometry, id_accuracy, logme or a marker name")]
 
 
@@ -70,14 +71,14 @@ def list_recommendations(
     """Every torchvision architecture with v1/v2 weights, with the verdict ``rule`` gives on the runs
     stored so far (or null), and the rule with its back-test evidence."""
     chosen = triage_service.triage_rule(rule)
-    architectures = sorted(triage_service.weight_pairs())
+    architectures = sorted(recommendation_service.weight_pairs())
     if cursor is not None:
         if cursor not in architectures:
             raise ApiError(422, "invalid_cursor", f"cursor {cursor!r} is not an architecture of this list")
         architectures = architectures[architectures.index(cursor) + 1 :]
     size = min(limit, settings.page_size_max)
     page = architectures[:size]
-    items = triage_service.recommendations_so_far(session, scoring, page, chosen)
+    items = recommendation_service.recommendations_so_far(session, scoring, page, chosen)
     return RecommendationPage(
         items=items,
         rule=triage_service.rule_used(chosen, scoring.protocol),
@@ -105,6 +106,6 @@ def get_recommendation(
     acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule; 202 with the jobs
     while either run is being computed."""
     chosen = triage_service.triage_rule(rule)
-    answer = triage_service.recommend(session, settings, arch, scoring, chosen)
+    answer = recommendation_service.recommend(session, settings, arch, scoring, chosen)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import uuid
-from collections.abc import Iterator, Mapping
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep
-from app.api.errors import ApiError, responses
-from app.db.models import Marker, Run
-from app.db.run_queries import CREATED, PageKey, RunFilter, list_runs, marker_values, upload_filenames
-from app.db.session import get_sessionmaker
-from app.labels import BadLabel, parse_tag, run_label, warnings_of
-from app.schemas.runs import MarkerOut, RunDetail, RunPage, RunSummary
-from core.markers import list_markers
+from app.api.errors import responses
+from app.db.paging import CREATED
+from app.db.run_queries import RunFilter
+from app.schemas.runs import RunDetail, RunPage
+from app.services import runs as run_service
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
-CSV_BATCH = 500
 MARKER_NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
 
 
@@ -39,81 +31,6 @@ class Order(StrEnum):
 class Format(StrEnum):
     json = "json"
     csv = "csv"
-
-
-def _identity(run: Run, filenames: Mapping[str, str | None]) -> dict[str, Any]:
-    """The fields a run's summary and its detail share."""
-    return {
-        "id": run.id,
-        "run_key": run.run_key,
-        "created_at": run.created_at,
-        "label": run_label(run, filenames),
-        "name": run.name,
-        "tags": run.tag_map,
-        "warnings": warnings_of(run.model_meta),
-        "architecture": run.architecture,
-        "weights_sha256": run.weights_sha256,
-        "dataset_fingerprint": run.dataset_fingerprint,
-        "model": run.model_ref,
-        "dataset": run.dataset_ref,
-    }
-
-
-def _summary(run: Run, markers: dict[str, float | None], filenames: Mapping[str, str | None]) -> RunSummary:
-    return RunSummary(**_identity(run, filenames), markers=markers)
-
-
-def _tag_filter(tags: list[str]) -> tuple[tuple[str, str], ...]:
-    try:
-        return tuple(parse_tag(text) for text in tags)
-    except BadLabel as exc:
-        raise ApiError(422, "invalid_request", f"tag filter: {exc}") from None
-
-
-def known_marker(name: str, what: str) -> str:
-    known = {spec.name for spec in list_markers()}
-    if name not in known:
-        raise ApiError(422, "unknown_marker", f"{what} {name!r} is not a marker; known: {sorted(known)}")
-    return name
-
-
-def history_filter(flt: RunFilter, sort: str) -> RunFilter:
-    """The filter, checked once for the API and the pages: bounds need a marker, names must be markers."""
-    if (flt.marker_min is not None or flt.marker_max is not None) and flt.marker is None:
-        raise ApiError(422, "invalid_request", "min/max need a marker to apply to")
-    if flt.marker is not None:
-        known_marker(flt.marker, "marker")
-    if sort != CREATED:
-        known_marker(sort, "sort")
-    return flt
-
-
-def csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> Iterator[str]:
-    """Stream the whole filtered history in batches, one short transaction per batch."""
-    names = [spec.name for spec in list_markers()]
-    identity = ["id", "created_at", "name", "tags", "architecture", "weights_sha256", "dataset_fingerprint"]
-    head = [*identity, "run_key", *names]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(head)
-    after: PageKey | None = None
-    while True:
-        with get_sessionmaker(database_url)() as session:
-            page, after = list_runs(
-                session, flt, sort=sort, descending=descending, limit=CSV_BATCH, after=after
-            )
-            markers = marker_values(session, [run.id for run in page])
-        for run in page:
-            values = markers[run.id]
-            tags = ",".join(f"{key}={value}" for key, value in run.tag_map.items())
-            base = [run.id, run.created_at.isoformat(), run.name or "", tags, run.architecture or ""]
-            content = [run.weights_sha256, run.dataset_fingerprint, run.run_key]
-            writer.writerow([*base, *content, *(values.get(n, "") for n in names)])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-        if after is None:
-            return
 
 
 @router.get(
@@ -149,43 +66,23 @@ def get_runs(
 ) -> RunPage | StreamingResponse:
     flt = RunFilter(
         architecture, weights, dataset, marker, marker_min, marker_max, created_after, created_before, name,
-        _tag_filter(tag or []),
+        run_service.tag_filter(tag or []),
     )
-    flt = history_filter(flt, sort)
+    flt = run_service.history_filter(flt, sort)
     descending = order is Order.desc
     if output is Format.csv:
-        rows = csv_rows(settings.effective_database_url, flt, sort, descending)
+        rows = run_service.csv_rows(settings.effective_database_url, flt, sort, descending)
         headers = {"Content-Disposition": 'attachment; filename="runs.csv"'}
         return StreamingResponse(rows, media_type="text/csv", headers=headers)
     after = decode_cursor(cursor, sort, descending) if cursor else None
     size = min(limit, settings.page_size_max)
-    page, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=size, after=after)
-    markers = marker_values(session, [run.id for run in page])
-    filenames = upload_filenames(session, page)
+    items, next_key = run_service.history_page(session, flt, sort, descending, size, after)
     return RunPage(
-        items=[_summary(run, markers[run.id], filenames) for run in page],
+        items=items,
         next_cursor=encode_cursor(next_key, sort, descending) if next_key else None,
     )
 
 
 @router.get("/{run_id}", response_model=RunDetail, responses=responses(404, 422))
 def get_run(run_id: uuid.UUID, session: SessionDep) -> RunDetail:
-    run = session.get(Run, run_id)
-    if run is None:
-        raise ApiError(404, "run_not_found", f"no run {run_id}")
-    return run_detail(session, run)
-
-
-def run_detail(session: Session, run: Run) -> RunDetail:
-    markers = session.scalars(select(Marker).where(Marker.run_id == run.id).order_by(Marker.name)).all()
-    return RunDetail(
-        **_identity(run, upload_filenames(session, [run])),
-        sampling=run.sampling,
-        protocol=run.protocol,
-        model_meta=run.model_meta,
-        code_version=run.code_version,
-        device=run.device,
-        n_images=run.n_images,
-        timings=run.timings,
-        markers=[MarkerOut.model_validate(m) for m in markers],
-    )
+    return run_service.run_detail(session, run_id)

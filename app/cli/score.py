@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from core.markers.protocol import Centering
+    from core.protocol import Centering
     from core.scoring import ScoreResult
 
 BAD_INPUT = 2

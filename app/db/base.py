@@ -9,6 +9,8 @@ from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData, T
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase
 
+from core.protocol import Protocol
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -35,6 +37,23 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value
 
 
+class ProtocolJson(TypeDecorator[Protocol]):
+    """A ``core.protocol.Protocol`` kept as its ``to_dict`` JSON, the form every run has always stored,
+    so old rows read back as protocols and new rows are the same JSON. A mapping is accepted on write
+    and checked (``Protocol.from_dict``): nothing that is no protocol reaches the column."""
+
+    impl = JsonDoc
+    cache_ok = True
+
+    def process_bind_param(self, value: Protocol | dict[str, Any] | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        return (value if isinstance(value, Protocol) else Protocol.from_dict(dict(value))).to_dict()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Protocol | None:
+        return None if value is None else Protocol.from_dict(value)
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JsonDoc}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JsonDoc, Protocol: ProtocolJson}

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.db.base import Base, BigId, JsonDoc, UtcDateTime
 from app.labels import NAME_CHARS, TAG_KEY_CHARS, TAG_VALUE_CHARS
+from core.protocol import Protocol
 
 
 def utcnow() -> datetime:
@@ -85,7 +86,7 @@ class Run(Base):
     dataset_ref: Mapped[dict[str, Any]]
     dataset_fingerprint: Mapped[str] = mapped_column(String(64), index=True)
     sampling: Mapped[dict[str, Any]]
-    protocol: Mapped[dict[str, Any]]
+    protocol: Mapped[Protocol]
     model_meta: Mapped[dict[str, Any]]
     code_version: Mapped[str] = mapped_column(String(64))
     device: Mapped[str] = mapped_column(String(32))

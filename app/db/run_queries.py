@@ -1,23 +1,19 @@
-"""The run history query: filters, sorting by creation time or by any marker, keyset pagination.
-
-Keyset (``WHERE (key, id) < (last_key, last_id)``) rather than OFFSET keeps every page as cheap as
-the first on a large history; the cursor carries the last row's key and id.
-"""
+"""The runs repository: the history query (filters, sorting by creation time or by any marker, keyset
+paging through ``app.db.paging``), a run with its markers, and the markers of many runs at once."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select
+from sqlalchemy import Select, and_, select
 from sqlalchemy.orm import Session, aliased
 
-from app.db.models import Checkpoint, Marker, Run, RunTag
-
-CREATED = "created_at"
+from app.db.models import Checkpoint, Job, Marker, Run, RunTag
+from app.db.paging import CREATED, PageKey, rows_after, split_page
 
 
 @dataclass(frozen=True)
@@ -32,14 +28,6 @@ class RunFilter:
     created_before: datetime | None = None
     name: str | None = None
     tags: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class PageKey:
-    """Where the previous page ended: its sort value and run id."""
-
-    value: Any
-    run_id: uuid.UUID
 
 
 def _filtered(query: Select[Run, Any], flt: RunFilter) -> Select[Run, Any]:
@@ -70,12 +58,6 @@ def _filtered(query: Select[Run, Any], flt: RunFilter) -> Select[Run, Any]:
     return query
 
 
-def _after(key_col: ColumnElement[Any], after: PageKey, descending: bool) -> ColumnElement[bool]:
-    if descending:
-        return or_(key_col < after.value, and_(key_col == after.value, Run.id < after.run_id))
-    return or_(key_col > after.value, and_(key_col == after.value, Run.id > after.run_id))
-
-
 def list_runs(
     session: Session,
     flt: RunFilter,
@@ -99,13 +81,10 @@ def list_runs(
         )
     query = _filtered(query, flt)
     if after is not None:
-        query = query.where(_after(key_col, after, descending))
+        query = query.where(rows_after(key_col, Run.id, after, descending))
     order = (key_col.desc(), Run.id.desc()) if descending else (key_col.asc(), Run.id.asc())
-    rows = session.execute(query.order_by(*order).limit(limit + 1)).all()
-    page: list[Run] = [row[0] for row in rows[:limit]]
-    if len(rows) <= limit:
-        return page, None
-    return page, PageKey(rows[limit - 1][1], page[-1].id)
+    rows, end = split_page(session.execute(query.order_by(*order).limit(limit + 1)).all(), limit)
+    return [row[0] for row in rows], (PageKey(end[1], end[0].id) if end is not None else None)
 
 
 def marker_values(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[str, float | None]]:
@@ -135,3 +114,37 @@ def upload_filenames(session: Session, runs: Sequence[Run]) -> dict[str, str | N
         return {}
     query = select(Checkpoint.sha256, Checkpoint.filename).where(Checkpoint.sha256.in_(ids))
     return {sha256: filename for sha256, filename in session.execute(query)}
+
+
+@dataclass(frozen=True)
+class RunWithMarkers:
+    """A stored run and its marker rows (by name)."""
+
+    run: Run
+    markers: list[Marker]
+
+    @property
+    def values(self) -> dict[str, float | None]:
+        return {marker.name: marker.value for marker in self.markers}
+
+
+def runs_with_markers(session: Session, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, RunWithMarkers]:
+    """The stored runs among ``run_ids`` with their markers (two queries in all); ids that name no run
+    are absent from the result."""
+    runs = list(session.scalars(select(Run).where(Run.id.in_(list(run_ids)))))
+    markers = markers_of(session, [run.id for run in runs])
+    return {run.id: RunWithMarkers(run, markers[run.id]) for run in runs}
+
+
+def run_by_id(session: Session, run_id: uuid.UUID) -> Run | None:
+    return session.get(Run, run_id)
+
+
+def run_with_markers(session: Session, run_id: uuid.UUID) -> RunWithMarkers | None:
+    """One stored run with its markers, or None."""
+    return runs_with_markers(session, [run_id]).get(run_id)
+
+
+def latest_job_of(session: Session, run_id: uuid.UUID) -> Job | None:
+    """The newest job that produced or found this run (its timings and attempts), or None."""
+    return session.scalar(select(Job).where(Job.run_id == run_id).order_by(Job.created_at.desc()).limit(1))

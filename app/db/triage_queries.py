@@ -1,17 +1,19 @@
-"""Queries behind the triage answers: stored runs by request key, and the gate history.
+"""The triage repository: stored runs by request key, gate decisions saved, found and listed.
 
-The gate history pages by keyset on (created_at, id), newest first, like the run history.
+The gate history pages by keyset on (created_at, id), newest first (``app.db.paging``), like the run
+history.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Gate, Run
-from app.db.run_queries import PageKey
+from app.db.paging import PageKey, rows_after, split_page
 
 
 def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> dict[str, Run]:
@@ -29,6 +31,17 @@ def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> d
     return newest
 
 
+def gate_by_id(session: Session, gate_id: uuid.UUID) -> Gate | None:
+    return session.get(Gate, gate_id)
+
+
+def save_gate(session: Session, row: Gate) -> Gate:
+    """Record a gate decision (committed: a decision is kept for audit once it is answered)."""
+    session.add(row)
+    session.commit()
+    return row
+
+
 def list_gates(
     session: Session, *, limit: int, after: PageKey | None = None, passed: bool | None = None
 ) -> tuple[list[Gate], PageKey | None]:
@@ -37,11 +50,7 @@ def list_gates(
     if passed is not None:
         query = query.where(Gate.passed == passed)
     if after is not None:
-        query = query.where(
-            or_(Gate.created_at < after.value, and_(Gate.created_at == after.value, Gate.id < after.run_id))
-        )
-    rows = list(session.scalars(query.order_by(Gate.created_at.desc(), Gate.id.desc()).limit(limit + 1)))
-    page = rows[:limit]
-    if len(rows) <= limit:
-        return page, None
-    return page, PageKey(page[-1].created_at, page[-1].id)
+        query = query.where(rows_after(Gate.created_at, Gate.id, after, descending=True))
+    rows = session.scalars(query.order_by(Gate.created_at.desc(), Gate.id.desc()).limit(limit + 1)).all()
+    page, end = split_page(rows, limit)
+    return page, (PageKey(end.created_at, end.id) if end is not None else None)

@@ -7,7 +7,7 @@ import uuid
 
 from pydantic import BaseModel, Field, field_validator
 
-from core.data.refs import Seed
+from core.protocol import Seed
 
 MAX_RUNS = 5000
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.db.models import Checkpoint
+from app.references import CANONICAL_SUFFIX
 
 
 class CheckpointOut(BaseModel):
@@ -13,6 +16,15 @@ class CheckpointOut(BaseModel):
     ``model_path`` (the id plus the format's suffix, which tells a program from a state_dict)."""
 
     model_config = ConfigDict(from_attributes=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, data: Any) -> Any:
+        """A ``Checkpoint`` row: its sha256 is the id, and the id with its format's suffix the path."""
+        if not isinstance(data, Checkpoint):
+            return data
+        derived = {"id": data.sha256, "model_path": data.sha256 + CANONICAL_SUFFIX[data.format]}
+        return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
 
     id: str
     model_path: str

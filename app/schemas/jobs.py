@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.labels import Name, Tags
-from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
+from core.protocol import Protocol
 from core.zoo.refs import ModelRef
 
 
@@ -26,7 +27,7 @@ class JobRequest(BaseModel):
     model: ModelRef
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    protocol: Protocol = Field(default_factory=Protocol)
     name: Name | None = None
     tags: Tags = Field(default_factory=dict, description="key=value labels, e.g. {\"team\": \"vision\"}")
 
@@ -48,6 +49,11 @@ class JobError(BaseModel):
 
 
 class JobOut(BaseModel):
+    # A job as the API shows it, read from its row: ``JobOut.model_validate(job)``; the row keeps
+    # progress and error in flat columns, nested here.
+
+    model_config = ConfigDict(from_attributes=True)
+
     id: uuid.UUID
     name: str | None
     tags: dict[str, str]
@@ -59,3 +65,15 @@ class JobOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_row_columns(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return data
+        error = None
+        if data.error_code:
+            error = JobError(code=data.error_code, message=data.error_message or "")
+        flat = {name: getattr(data, name) for name in cls.model_fields if name not in ("progress", "error")}
+        progress = Progress(stage=data.stage, done=data.done, total=data.total)
+        return {**flat, "progress": progress, "error": error}

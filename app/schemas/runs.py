@@ -1,4 +1,9 @@
-"""Bodies of the run history: a summary per row, the full record for one run, a page with a cursor."""
+"""Bodies of the run history: a summary per row, the full record for one run, a page with a cursor.
+
+Both are read from a ``Run`` row: ``RunSummary.model_validate(run, context={"filenames": ...,
+"markers": {name: value}})`` and ``RunDetail.model_validate(run, context={"filenames": ..., "markers":
+[Marker rows]})``; ``filenames`` maps upload ids to the client's file names (for the label).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,11 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+from app.db.models import Run
+from app.labels import run_label, warnings_of
+from core.protocol import Protocol
 
 
 class MarkerOut(BaseModel):
@@ -23,6 +32,8 @@ class MarkerOut(BaseModel):
 class RunIdentity(BaseModel):
     """What a run is: the fields its history row and its detail share."""
 
+    model_config = ConfigDict(from_attributes=True)
+
     id: uuid.UUID
     run_key: str
     created_at: datetime
@@ -36,6 +47,24 @@ class RunIdentity(BaseModel):
     model: dict[str, Any]
     dataset: dict[str, Any]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, data: Any, info: ValidationInfo) -> Any:
+        """A ``Run`` row: its columns under their API names, its label and warnings, the markers the
+        context holds; every other field is read by name."""
+        if not isinstance(data, Run):
+            return data
+        context = info.context or {}
+        derived = {
+            "label": run_label(data, context.get("filenames", {})),
+            "tags": data.tag_map,
+            "warnings": warnings_of(data.model_meta),
+            "model": data.model_ref,
+            "dataset": data.dataset_ref,
+            "markers": context.get("markers"),
+        }
+        return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
+
 
 class RunSummary(RunIdentity):
     markers: dict[str, float | None]
@@ -43,7 +72,7 @@ class RunSummary(RunIdentity):
 
 class RunDetail(RunIdentity):
     sampling: dict[str, Any]
-    protocol: dict[str, Any]
+    protocol: Protocol
     model_meta: dict[str, Any]
     code_version: str
     device: str

@@ -10,13 +10,15 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.db.models import Gate
 from app.labels import Name, Tags
 from app.schemas.jobs import JobOut
-from app.schemas.scoring import ProtocolFields
 from core.data.refs import DatasetRef, Sampling
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+from core.noise import TEST
+from core.protocol import Protocol
+from core.zoo.refs import AnyModelRef, ModelRef
 
 MAX_CANDIDATES = 32
 MAX_RULES = 50
@@ -120,20 +122,17 @@ class RecommendationPage(BaseModel):
 # --- rankings ------------------------------------------------------------------------------------------
 
 
-AnyModel = Annotated[TorchvisionRef | TimmRef | CheckpointRef, Field(discriminator="source")]
-
-
 class NamedModel(BaseModel):
     """A model with the name and tags its run gets (as in ``POST /v1/jobs``); the name labels it here."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: AnyModel
+    model: ModelRef
     name: Name | None = None
     tags: Tags = Field(default_factory=dict)
 
 
-Candidate = Annotated[AnyModel | NamedModel, Field(union_mode="left_to_right")]
+Candidate = Annotated[ModelRef | NamedModel, Field(union_mode="left_to_right")]
 
 
 class RankingRequest(BaseModel):
@@ -146,7 +145,7 @@ class RankingRequest(BaseModel):
     )
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    protocol: Protocol = Field(default_factory=Protocol)
     rule: str = RULE_FIELD
 
 
@@ -189,7 +188,7 @@ class StoredRun(BaseModel):
     id: uuid.UUID
 
 
-Reference = Annotated[TorchvisionRef | TimmRef | CheckpointRef | StoredRun, Field(discriminator="source")]
+Reference = Annotated[AnyModelRef | StoredRun, Field(discriminator="source")]
 Subject = Annotated[Reference | NamedModel, Field(union_mode="left_to_right")]
 
 
@@ -206,7 +205,7 @@ class GateRequest(BaseModel):
     baseline: Subject
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
-    protocol: ProtocolFields = Field(default_factory=ProtocolFields)
+    protocol: Protocol = Field(default_factory=Protocol)
     rules: list[Annotated[str, Field(max_length=200)]] = Field(
         min_length=1,
         max_length=MAX_RULES,
@@ -232,6 +231,10 @@ class RuleOut(BaseModel):
 
 
 class GateOut(BaseModel):
+    # A stored gate decision, read from its row: ``GateOut.model_validate(gate)``.
+
+    model_config = ConfigDict(from_attributes=True)
+
     id: uuid.UUID
     passed: bool
     status: Literal["passed", "failed", "inconclusive"] = Field(
@@ -247,6 +250,19 @@ class GateOut(BaseModel):
     dataset: dict[str, Any]
     rules: list[RuleOut]
     created_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_row(cls, data: Any) -> Any:
+        """A ``Gate`` row keeps each rule's outcome in ``outcomes`` (outcomes stored before gates could
+        be inconclusive have only ``passed``) and was decided under the noise test of this version."""
+        if not isinstance(data, Gate):
+            return data
+        derived = {
+            "noise_test": TEST,
+            "rules": [{"status": "passed" if o["passed"] else "failed", **o} for o in data.outcomes],
+        }
+        return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}
 
 
 class GatePage(BaseModel):

@@ -15,13 +15,13 @@ from typing import Any
 from app.db.run_key import request_key, reusable_by_request
 from app.references import upload_file
 from app.schemas.jobs import JobRequest
-from app.schemas.scoring import ProtocolFields
 from app.settings import Settings
 from core.data.archives import ArchiveLimits
 from core.data.checks import check_dataset
 from core.data.refs import PER_CLASS_MAX, Sampling
 from core.errors import ZooError
 from core.glue_cost import glue_seconds
+from core.protocol import Protocol
 from core.zoo.checks import canonical_model
 from core.zoo.refs import CheckpointRef
 
@@ -44,7 +44,7 @@ class Admitted:
         return reusable_by_request(self.request)
 
 
-def glue_cost(classes: int, sampling: Sampling, protocol: ProtocolFields) -> float:
+def glue_cost(classes: int, sampling: Sampling, protocol: Protocol) -> float:
     """Estimated single-core seconds of GLUE's solver (``core.glue_cost``, at the widest feature
     width a zoo model has). M is capped by both the protocol and the sample; with neither set
     ("every point of every image") it is taken at the largest sample a request may ask for."""

@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
-from app.api.errors import ApiError
+from app.db.checkpoint_queries import save_checkpoint, stored_checkpoint
+from app.db.models import Checkpoint
 from app.labels import BadLabel, check_name, parse_tags
-from app.references import FORMATS
+from app.references import CANONICAL_SUFFIX, FORMATS, stored_path
+from app.schemas.checkpoints import CheckpointOut
+from app.services.errors import ServiceError
 from app.services.uploads import ReceivedFile
 from core.zoo.archive_check import check_file, program_extra
 from core.zoo.preprocess import Preprocess
@@ -30,7 +34,9 @@ LIBRARIES = ("torchvision", "timm")
 def suffix_of(filename: str | None) -> str:
     suffix = Path(filename or "").suffix.lower()
     if suffix not in FORMATS:
-        raise ApiError(422, "unsupported_format", f"checkpoint file names end in one of {sorted(FORMATS)}")
+        raise ServiceError(
+            422, "unsupported_format", f"checkpoint file names end in one of {sorted(FORMATS)}"
+        )
     return suffix
 
 
@@ -38,15 +44,15 @@ def check_fields(library: str | None, architecture: str | None, suffix: str) -> 
     """A state_dict names its library architecture; a program may describe itself with a free
     ``architecture`` (no library), which its own ``zootriage.json`` overrides."""
     if (library is None) != (architecture is None) and suffix != ".pt2":
-        raise ApiError(422, "invalid_upload", "'library' and 'architecture' go together")
+        raise ServiceError(422, "invalid_upload", "'library' and 'architecture' go together")
     if architecture is not None and len(architecture) > 128:
-        raise ApiError(422, "invalid_upload", "'architecture' has at most 128 characters")
+        raise ServiceError(422, "invalid_upload", "'architecture' has at most 128 characters")
     if library is not None and library not in LIBRARIES:
-        raise ApiError(422, "invalid_upload", f"'library' is one of {LIBRARIES}")
+        raise ServiceError(422, "invalid_upload", f"'library' is one of {LIBRARIES}")
     if library is not None and suffix == ".pt2":
-        raise ApiError(422, "invalid_upload", "a .pt2 program carries its own architecture")
+        raise ServiceError(422, "invalid_upload", "a .pt2 program carries its own architecture")
     if library is not None and architecture is not None and not _known(library, architecture):
-        raise ApiError(422, "unknown_model", f"{library} has no architecture {architecture!r}")
+        raise ServiceError(422, "unknown_model", f"{library} has no architecture {architecture!r}")
 
 
 def _known(library: str, architecture: str) -> bool:
@@ -92,7 +98,7 @@ def described(fields: dict[str, str]) -> Described:
         name = check_name(fields["name"]) if fields.get("name") else None
         tags = parse_tags(fields.get("tags", ""))
     except BadLabel as exc:
-        raise ApiError(422, "invalid_upload", str(exc)) from None
+        raise ServiceError(422, "invalid_upload", str(exc)) from None
     preprocess = None
     if fields.get("preprocess"):
         try:
@@ -101,8 +107,63 @@ def described(fields: dict[str, str]) -> Described:
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'preprocess'}: {e['msg']}" for e in exc.errors()[:3]
             ) if isinstance(exc, ValidationError) else "not JSON"
-            raise ApiError(422, "invalid_upload", f"'preprocess': {detail}") from None
+            raise ServiceError(422, "invalid_upload", f"'preprocess': {detail}") from None
     label_space = fields.get("label_space") or None
     if label_space is not None and not re.match(LABEL_SPACE, label_space):
-        raise ApiError(422, "invalid_upload", "'label_space' is 1 to 64 of A-Z a-z 0-9 _ . : -")
+        raise ServiceError(422, "invalid_upload", "'label_space' is 1 to 64 of A-Z a-z 0-9 _ . : -")
     return Described(name, tags, preprocess, label_space)
+
+
+FIELDS = ("library", "architecture", "filename", "name", "tags", "preprocess", "label_space")
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The stored record, and whether this upload created it (201) or found it already stored (200)."""
+
+    checkpoint: CheckpointOut
+    created: bool
+
+
+def _again(existing: Checkpoint, upload: Checkpoint) -> Accepted:
+    """The stored record when the re-upload says the same about it, else 409 naming it."""
+    if all(getattr(existing, f) == getattr(upload, f) for f in FIELDS):
+        return Accepted(CheckpointOut.model_validate(existing), created=False)
+    stored = ", ".join(f"{f}={getattr(existing, f)!r}" for f in FIELDS)
+    raise ServiceError(
+        409, "checkpoint_exists",
+        f"these bytes are already checkpoint {existing.sha256} with {stored}; use that id (the stored "
+        "record keeps its fields)",
+    )
+
+
+def accept(session: Session, folder: Path, received: ReceivedFile) -> Accepted:
+    """Check a received upload (form fields, then the static check of the file), store it under its
+    content hash and record it; the same bytes again answer with the stored record. Blocking: the
+    router runs it in a worker thread. The received temporary file is the caller's to remove."""
+    suffix = suffix_of(received.filename)
+    library = received.fields.get("library") or None
+    architecture = received.fields.get("architecture") or None
+    check_fields(library, architecture, suffix)
+    given = described(received.fields)
+    saved = validate(received, suffix)
+    row = Checkpoint(
+        sha256=received.sha256,
+        size_bytes=received.size,
+        format=FORMATS[suffix],
+        library=library,
+        architecture=saved.architecture or architecture,
+        filename=display_name(received, suffix),
+        name=given.name or saved.name,
+        tags=given.tags,
+        preprocess=given.preprocess,
+        label_space=given.label_space,
+    )
+    existing = stored_checkpoint(session, received.sha256)
+    if existing is not None:
+        return _again(existing, row)
+    received.path.replace(stored_path(folder, received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]]))
+    winner = save_checkpoint(session, row)
+    if winner is not None:
+        return _again(winner, row)
+    return Accepted(CheckpointOut.model_validate(row), created=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from app.db.checkpoint_queries import stored_checkpoint
 from app.db.models import Checkpoint
 from app.schemas.jobs import JobRequest
 from core.zoo.preprocess import Preprocess
@@ -27,7 +28,7 @@ class Inherited:
 
 def checkpoint_of(session: Session, ref: CheckpointRef) -> Checkpoint | None:
     """The upload record a checkpoint reference names (its path is ``<sha256>[.suffix]``)."""
-    return session.get(Checkpoint, ref.path.partition(".")[0])
+    return stored_checkpoint(session, ref.path.partition(".")[0])
 
 
 def inherit(session: Session, body: JobRequest) -> Inherited:

@@ -15,19 +15,26 @@ our commit and then find our job, so N identical posts queue one computation.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.api.errors import ApiError
-from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
+from app.db import job_queries
+from app.db.job_queries import (
+    active_job,
+    job_by_id,
+    job_by_idempotency_key,
+    mark_cancelled,
+    newest_run_of_request,
+)
+from app.db.models import Job, JobStatus, Run
 from app.db.run_key import canonical_json
 from app.queue import enqueue_score, revoke
 from app.schemas.jobs import JobRequest
 from app.services.admission import Admitted, admit
+from app.services.errors import ServiceError
 from app.services.inherit import inherit
 from app.settings import Settings
 
@@ -40,25 +47,21 @@ class Submitted:
     job: Job | None = None
 
 
-def _active_job(session: Session, key: str) -> Job | None:
-    active = [s.value for s in ACTIVE_STATUSES]
-    return session.scalar(select(Job).where(Job.request_key == key, Job.status.in_(active)))
-
-
 def stored_run(session: Session, admitted: Admitted) -> Run | None:
     """The newest run stored for this request, when a stored run may answer it (immutable data)."""
     if not admitted.reusable:
         return None
-    newest = select(Run).where(Run.request_key == admitted.request_key).order_by(Run.created_at.desc())
-    return session.scalar(newest.limit(1))
+    return newest_run_of_request(session, admitted.request_key)
 
 
 def _replay(session: Session, idempotency_key: str, request_hash: str) -> Submitted | None:
-    job = session.scalar(select(Job).where(Job.idempotency_key == idempotency_key))
+    job = job_by_idempotency_key(session, idempotency_key)
     if job is None:
         return None
     if job.request_hash != request_hash:
-        raise ApiError(409, "idempotency_key_reused", "this Idempotency-Key was used with another request")
+        raise ServiceError(
+            409, "idempotency_key_reused", "this Idempotency-Key was used with another request"
+        )
     return Submitted(job=job)
 
 
@@ -72,7 +75,7 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
     key = admitted.request_key
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
-    if (job := _active_job(session, key)) is not None:
+    if (job := active_job(session, key)) is not None:
         return Submitted(job=job)
     job = Job(
         request_key=key,
@@ -104,25 +107,33 @@ def _after_race(
     """Another request committed the same job (or idempotency key) first: answer with theirs."""
     if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash)):
         return replayed
-    if (job := _active_job(session, admitted.request_key)) is not None:
+    if (job := active_job(session, admitted.request_key)) is not None:
         return Submitted(job=job)
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
-    raise ApiError(409, "conflict", "a concurrent identical request is being handled; retry")
+    raise ServiceError(409, "conflict", "a concurrent identical request is being handled; retry")
+
+
+def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Job]]:
+    """The live jobs table: every queued or running job, and the ``recent`` newest finished ones."""
+    return job_queries.active_and_recent(session, recent)
+
+
+def find_job(session: Session, job_id: uuid.UUID) -> Job:
+    """The job's row; 404 ``job_not_found``."""
+    job = job_by_id(session, job_id)
+    if job is None:
+        raise ServiceError(404, "job_not_found", f"no job {job_id}")
+    return job
 
 
 def cancel(session: Session, settings: Settings, job: Job) -> Job:
     """Mark a queued or running job cancelled; the worker checks the row and stops at its next step."""
-    active = [s.value for s in ACTIVE_STATUSES]
-    done = session.execute(
-        update(Job)
-        .where(Job.id == job.id, Job.status.in_(active))
-        .values(status=JobStatus.cancelled.value, finished_at=datetime.now(UTC))
-    )
+    cancelled = mark_cancelled(session, job.id)
     session.commit()
-    if done.rowcount == 0:  # type: ignore[attr-defined]
+    if not cancelled:
         session.refresh(job)
-        raise ApiError(409, "job_finished", f"job {job.id} is already {job.status}")
+        raise ServiceError(409, "job_finished", f"job {job.id} is already {job.status}")
     session.refresh(job)
     revoke(settings, str(job.id))
     return job

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from app.api.errors import ApiError
+from app.services.errors import ServiceError
 
 MAX_FIELD_BYTES = 4096
 
@@ -39,7 +39,9 @@ def write_all(fd: int, chunk: bytes) -> None:
             view = view[os.write(fd, view):]
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise ApiError(507, "insufficient_storage", "the server has no space left for uploads") from exc
+            raise ServiceError(
+                507, "insufficient_storage", "the server has no space left for uploads"
+            ) from exc
         raise
 
 
@@ -79,7 +81,7 @@ class _Receiver:
         self._part_is_file = self._part_name == "file"
         if self._part_is_file:
             if self.seen_file:
-                raise ApiError(422, "invalid_upload", "send exactly one 'file' part")
+                raise ServiceError(422, "invalid_upload", "send exactly one 'file' part")
             self.seen_file = True
             self.filename = filename.decode("utf-8", "replace") if filename else None
 
@@ -88,13 +90,13 @@ class _Receiver:
         if self._part_is_file:
             self.size += len(chunk)
             if self.size > self.limit:
-                raise ApiError(413, "payload_too_large", f"checkpoints are limited to {self.limit} bytes")
+                raise ServiceError(413, "payload_too_large", f"checkpoints are limited to {self.limit} bytes")
             self.digest.update(chunk)
             write_all(self.fd, chunk)
         else:
             self._value += chunk
             if len(self._value) > MAX_FIELD_BYTES:
-                raise ApiError(422, "invalid_upload", f"form field {self._part_name!r} is too long")
+                raise ServiceError(422, "invalid_upload", f"form field {self._part_name!r} is too long")
 
     def on_part_end(self) -> None:
         if not self._part_is_file and self._part_name:
@@ -113,7 +115,7 @@ async def receive_file(
     mime, options = parse_options_header(content_type or "")
     boundary = options.get(b"boundary")
     if mime != b"multipart/form-data" or not boundary:
-        raise ApiError(415, "unsupported_media_type", "send multipart/form-data with a 'file' part")
+        raise ServiceError(415, "unsupported_media_type", "send multipart/form-data with a 'file' part")
     folder.mkdir(parents=True, exist_ok=True)
     receiver = _Receiver(folder, limit)
     try:
@@ -121,17 +123,17 @@ async def receive_file(
         async for chunk in chunks:
             parser.write(chunk)
         parser.finalize()
-    except ApiError:
+    except ServiceError:
         receiver.path.unlink(missing_ok=True)
         raise
     except Exception as exc:  # the parser's own errors: malformed multipart
         receiver.path.unlink(missing_ok=True)
-        raise ApiError(422, "invalid_upload", f"malformed multipart body: {exc}") from exc
+        raise ServiceError(422, "invalid_upload", f"malformed multipart body: {exc}") from exc
     finally:
         os.close(receiver.fd)
     if not receiver.seen_file or receiver.size == 0:
         receiver.path.unlink(missing_ok=True)
-        raise ApiError(422, "invalid_upload", "the 'file' part is missing or empty")
+        raise ServiceError(422, "invalid_upload", "the 'file' part is missing or empty")
     return ReceivedFile(
         receiver.path, receiver.digest.hexdigest(), receiver.size, receiver.filename, receiver.fields
     )

@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from app.api.checkpoints import upload_checkpoint
 from app.api.deps import SessionDep, SettingsDep
-from app.api.errors import ApiError
 from app.schemas.jobs import JobRequest
 from app.services import jobs as job_service
+from app.services.errors import ServiceError
 from app.ui.session import check_write
 from app.ui.templating import render
 from core.errors import ZooError
@@ -74,7 +74,7 @@ async def submit_form(request: Request, session: SessionDep, settings: SettingsD
             note = f"queued job {submitted.job.id}"
     except ValidationError as exc:
         errors = _field_errors(exc)
-    except (ApiError, ZooError) as exc:
+    except (ServiceError, ZooError) as exc:
         errors = {"form": f"{exc.code}: {exc.message}"}
     # 200 even with errors: HTMX swaps only successful answers, and the form with its errors is the answer.
     context = {"form": form if errors else {}, "errors": errors, "note": note}
@@ -89,6 +89,6 @@ async def upload_form(request: Request, session: SessionDep, settings: SettingsD
     try:
         check_write(request, session, settings)
         stored = await upload_checkpoint(request, Response(), session, settings, None)
-    except (ApiError, ZooError) as exc:
+    except (ServiceError, ZooError) as exc:
         errors = {"file": f"{exc.code}: {exc.message}"}
     return render(request, "upload_form.html", {"errors": errors, "checkpoint": stored})

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.api.deps import SessionDep, SettingsDep
-from app.api.errors import ApiError
 from app.api_keys import authenticate
+from app.services.errors import ServiceError
 from app.ui.session import KEY_COOKIE, KEY_MAX, check_csrf
 from app.ui.templating import render
 
@@ -34,8 +34,8 @@ async def login(request: Request, session: SessionDep, settings: SettingsDep) ->
     try:
         check_csrf(request, str(form.get("csrf", "")))
         if not key or len(key) > KEY_MAX or authenticate(session, key, settings.api_key_hashes) is None:
-            raise ApiError(401, "unauthorized", "this API key is not valid (unknown or revoked)")
-    except ApiError as exc:
+            raise ServiceError(401, "unauthorized", "this API key is not valid (unknown or revoked)")
+    except ServiceError as exc:
         context = {"next": target, "reason": None, "errors": {"key": f"{exc.code}: {exc.message}"}}
         return render(request, "login.html", context, status=exc.status)
     response = RedirectResponse(target, status_code=303)

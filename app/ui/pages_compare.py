@@ -1,8 +1,7 @@
 """``/compare?runs=a,b``: runs side by side, differences beyond the noise marked, and a marker scatter.
 
-Each run is compared with the first one named, marker by marker, through ``MarkerRecord.estimate`` and
-``core.noise.compare`` (the Welch test the verdicts and gates use), so the page highlights exactly
-what a gate would call a difference.
+Each run is compared with the first one named by the comparison service (``app.services.compare``),
+so the page highlights exactly what a gate would call a difference.
 """
 
 from __future__ import annotations
@@ -12,18 +11,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy import select
 
 from app.api.deps import SessionDep
-from app.api.errors import ApiError
-from app.api.runs import MARKER_NAME, known_marker
-from app.db.models import Run
-from app.db.run_queries import markers_of
-from app.services.triage import record_of
+from app.api.runs import MARKER_NAME
+from app.services.compare import compare_runs
+from app.services.errors import ServiceError
 from app.ui.plots import marker_scatter
 from app.ui.templating import render
 from core.markers import list_markers
-from core.noise import compare
 
 router = APIRouter()
 
@@ -34,11 +29,11 @@ COMPARE_MAX = 50
 def _run_ids(text: str) -> list[uuid.UUID]:
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts or len(parts) > COMPARE_MAX:
-        raise ApiError(422, "invalid_request", f"runs: name 1 to {COMPARE_MAX} run ids, comma-separated")
+        raise ServiceError(422, "invalid_request", f"runs: name 1 to {COMPARE_MAX} run ids, comma-separated")
     try:
         return list(dict.fromkeys(uuid.UUID(p) for p in parts))
     except ValueError:
-        raise ApiError(422, "invalid_request", "runs: every entry must be a run id (a UUID)") from None
+        raise ServiceError(422, "invalid_request", "runs: every entry must be a run id (a UUID)") from None
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -51,30 +46,11 @@ def compare_page(
 ) -> HTMLResponse:
     names = [spec.name for spec in list_markers()]
     try:
-        ids = _run_ids(runs)
-        known_marker(x, "x")
-        known_marker(y, "y")
-        found = {run.id: run for run in session.scalars(select(Run).where(Run.id.in_(ids)))}
-        missing = [str(i) for i in ids if i not in found]
-        if missing:
-            raise ApiError(404, "run_not_found", f"no run {', '.join(missing)}")
-    except ApiError as exc:
+        compared = compare_runs(session, _run_ids(runs), (x, y))
+    except ServiceError as exc:
         context = {"error": exc, "names": names, "x": x, "y": y, "runs_text": runs}
         return render(request, "compare.html", context, status=exc.status)
-    ordered = [found[i] for i in ids]
-    markers = markers_of(session, ids)
-    records = [record_of(str(run.id), run, markers[run.id]) for run in ordered]
-    rows = []
-    for name in names:
-        cells = []
-        base = records[0].estimate(name)
-        for record in records:
-            estimate = record.estimate(name)
-            diff = compare(base, estimate) if base is not None and estimate is not None else None
-            std = record.stds.get(name)
-            cells.append({"estimate": estimate, "std": std, "beyond_noise": bool(diff and diff.significant),
-                          "reason": diff.reason() if diff else ""})
-        rows.append({"name": name, "cells": cells})
+    ordered, records = compared.runs, compared.records
     figure, points = marker_scatter(
         [run.architecture or str(run.id)[:8] for run in ordered],
         [f"/runs/{run.id}" for run in ordered],
@@ -84,7 +60,7 @@ def compare_page(
         (x, y, "id_accuracy"),
     )
     context = {
-        "runs": ordered, "rows": rows, "names": names, "x": x, "y": y, "runs_text": runs,
+        "runs": ordered, "rows": compared.rows, "names": names, "x": x, "y": y, "runs_text": runs,
         "figure": figure, "points": points,
     }
     return render(request, "compare.html", context)

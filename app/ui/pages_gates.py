@@ -10,11 +10,9 @@ from fastapi.responses import HTMLResponse
 
 from app.api.cursor import CURSOR_MAX, decode_cursor, encode_cursor
 from app.api.deps import SessionDep
-from app.api.errors import ApiError
-from app.db.models import Gate
-from app.db.run_queries import CREATED
-from app.db.triage_queries import list_gates
-from app.services.triage import gate_out
+from app.db.paging import CREATED
+from app.services import gates as gate_service
+from app.services.errors import ServiceError
 from app.ui.templating import render
 
 router = APIRouter()
@@ -29,17 +27,17 @@ def gates_page(
 ) -> HTMLResponse:
     try:
         after = decode_cursor(cursor, CREATED, True) if cursor else None
-    except ApiError as exc:
+    except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
-    page, next_key = list_gates(session, limit=PAGE, after=after)
+    gates, next_key = gate_service.gate_page(session, PAGE, after)
     next_url = f"/gates?cursor={encode_cursor(next_key, CREATED, True)}" if next_key else None
-    return render(request, "gates.html", {"gates": [gate_out(row) for row in page], "next_url": next_url})
+    return render(request, "gates.html", {"gates": gates, "next_url": next_url})
 
 
 @router.get("/gates/{gate_id}", response_class=HTMLResponse)
 def gate_page(request: Request, gate_id: uuid.UUID, session: SessionDep) -> HTMLResponse:
-    row = session.get(Gate, gate_id)
-    if row is None:
-        error = ApiError(404, "gate_not_found", f"no gate {gate_id}")
-        return render(request, "error.html", {"error": error}, status=404)
-    return render(request, "gate.html", {"gate": gate_out(row)})
+    try:
+        gate = gate_service.find_gate(session, gate_id)
+    except ServiceError as exc:
+        return render(request, "error.html", {"error": exc}, status=exc.status)
+    return render(request, "gate.html", {"gate": gate})

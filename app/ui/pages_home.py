@@ -6,14 +6,15 @@ import uuid
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy import select
 
 from app.api.deps import SessionDep, SettingsDep
-from app.api.errors import ApiError
-from app.db.models import ACTIVE_STATUSES, Job
-from app.db.run_queries import RunFilter, list_runs
-from app.db.triage_queries import list_gates
+from app.db.models import Job
+from app.db.paging import CREATED
+from app.db.run_queries import RunFilter
+from app.services import gates as gate_service
 from app.services import jobs as job_service
+from app.services import runs as run_service
+from app.services.errors import ServiceError
 from app.ui.session import check_write
 from app.ui.templating import render
 
@@ -22,19 +23,14 @@ RECENT = 10
 
 
 def _jobs(session: SessionDep) -> tuple[list[Job], list[Job]]:
-    active = [s.value for s in ACTIVE_STATUSES]
-    running = session.scalars(select(Job).where(Job.status.in_(active)).order_by(Job.created_at.desc())).all()
-    finished = session.scalars(
-        select(Job).where(Job.status.not_in(active)).order_by(Job.created_at.desc()).limit(RECENT)
-    ).all()
-    return list(running), list(finished)
+    return job_service.active_and_recent(session, RECENT)
 
 
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, session: SessionDep) -> HTMLResponse:
     running, finished = _jobs(session)
-    runs, _ = list_runs(session, RunFilter(), limit=RECENT)
-    gates, _ = list_gates(session, limit=RECENT, after=None, passed=None)
+    runs, _ = run_service.history_page(session, RunFilter(), CREATED, True, RECENT, None)
+    gates, _ = gate_service.gate_page(session, RECENT, None)
     context = {"running": running, "finished": finished, "runs": runs, "gates": gates}
     return render(request, "home.html", context)
 
@@ -51,11 +47,8 @@ def cancel(request: Request, job_id: uuid.UUID, session: SessionDep, settings: S
     message = None
     try:
         check_write(request, session, settings)
-        job = session.get(Job, job_id)
-        if job is None:
-            raise ApiError(404, "job_not_found", f"no job {job_id}")
-        job_service.cancel(session, settings, job)
-    except ApiError as exc:
+        job_service.cancel(session, settings, job_service.find_job(session, job_id))
+    except ServiceError as exc:
         message = f"{exc.code}: {exc.message}"
     running, finished = _jobs(session)
     return render(request, "jobs_table.html", {"running": running, "finished": finished, "error": message})

@@ -11,9 +11,10 @@ from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from app.api.deps import SessionDep
-from app.api.errors import ApiError
 from app.api.recommendations import ScoringQuery, scoring_query
+from app.services import recommendations as recommendation_service
 from app.services import triage as triage_service
+from app.services.errors import ServiceError
 from app.ui.templating import render
 from core.errors import ZooError
 
@@ -24,21 +25,22 @@ FIELDS = tuple(ScoringQuery.model_fields)
 @router.get("/recommendations", response_class=HTMLResponse)
 def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
     asked = {k: v for k, v in request.query_params.items() if k in FIELDS and v.strip()}
-    context = {"asked": asked, "items": None, "error": None, "count": len(triage_service.weight_pairs())}
+    count = len(recommendation_service.weight_pairs())
+    context = {"asked": asked, "items": None, "error": None, "count": count}
     if "dataset" not in asked:
         return render(request, "recommendations.html", context)
     try:
         scoring = scoring_query(ScoringQuery.model_validate(asked))
     except ValidationError as exc:
         where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
-        error = ApiError(422, "invalid_request", where)
+        error = ServiceError(422, "invalid_request", where)
         return render(request, "recommendations.html", {**context, "error": error}, status=422)
     except ZooError as exc:
-        error = ApiError(exc.http_status, exc.code, exc.message)
+        error = ServiceError(exc.http_status, exc.code, exc.message)
         return render(request, "recommendations.html", {**context, "error": error}, status=exc.http_status)
     rule = triage_service.triage_rule("geometry")
-    items = triage_service.recommendations_so_far(
-        session, scoring, sorted(triage_service.weight_pairs()), rule
+    items = recommendation_service.recommendations_so_far(
+        session, scoring, sorted(recommendation_service.weight_pairs()), rule
     )
     used = triage_service.rule_used(rule, scoring.protocol)
     return render(request, "recommendations.html", {**context, "items": items, "rule": used})

@@ -8,14 +8,14 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
-from sqlalchemy import select
 
 from app.api.cursor import CURSOR_MAX, PageLimit, decode_cursor, encode_cursor
 from app.api.deps import SessionDep, SettingsDep
-from app.api.errors import ApiError
-from app.api.runs import MARKER_NAME, csv_rows, history_filter
-from app.db.models import Job, Marker, Run
-from app.db.run_queries import CREATED, RunFilter, list_runs, marker_values
+from app.api.runs import MARKER_NAME
+from app.db.paging import CREATED
+from app.db.run_queries import RunFilter
+from app.services.errors import ServiceError
+from app.services.runs import csv_rows, history_filter, history_page, run_page_parts
 from app.ui.templating import render
 from core.markers import list_markers
 
@@ -63,7 +63,7 @@ def history(
         "limit": str(limit) if limit != PAGE else None,
     }
     context: dict[str, Any] = {"params": params, "names": names, "columns": columns}
-    context.update(runs=[], markers={})
+    context.update(runs=[])
     try:
         bounds = (params["marker"], _bound(params["min"], "min"), _bound(params["max"], "max"))
         flt = RunFilter(params["architecture"], params["weights"], params["dataset"], *bounds)
@@ -71,8 +71,8 @@ def history(
         descending = order == "desc"
         after = decode_cursor(cursor, sort, descending) if cursor else None
         size = min(limit, settings.page_size_max)
-        runs, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=size, after=after)
-    except ApiError as exc:
+        runs, next_key = history_page(session, flt, sort, descending, size, after)
+    except ServiceError as exc:
         return render(request, "runs.html", {**context, "error": exc}, status=exc.status)
     query = [(k, v) for k, v in params.items() if v is not None] + [("cols", c) for c in columns]
     csv_query = [(k, v) for k, v in query if k != "limit"]
@@ -81,7 +81,6 @@ def history(
         next_url = "/runs?" + urlencode([*query, ("cursor", encode_cursor(next_key, sort, descending))])
     context.update(
         runs=runs,
-        markers=marker_values(session, [run.id for run in runs]),
         next_url=next_url,
         csv_url="/runs.csv?" + urlencode(csv_query),
         first_page=cursor is None,
@@ -96,7 +95,7 @@ def _bound(text: str | None, name: str) -> float | None:
     try:
         return float(text)
     except ValueError:
-        raise ApiError(422, "invalid_request", f"{name}: {text!r} is not a number") from None
+        raise ServiceError(422, "invalid_request", f"{name}: {text!r} is not a number") from None
 
 
 @router.get("/runs.csv")
@@ -119,10 +118,8 @@ def history_csv(
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: uuid.UUID, session: SessionDep) -> HTMLResponse:
-    run = session.get(Run, run_id)
-    if run is None:
-        error = ApiError(404, "run_not_found", f"no run {run_id}")
-        return render(request, "error.html", {"error": error}, status=404)
-    markers = session.scalars(select(Marker).where(Marker.run_id == run.id).order_by(Marker.name)).all()
-    job = session.scalar(select(Job).where(Job.run_id == run.id).order_by(Job.created_at.desc()).limit(1))
-    return render(request, "run.html", {"run": run, "markers": markers, "job": job})
+    try:
+        shown = run_page_parts(session, run_id)
+    except ServiceError as exc:
+        return render(request, "error.html", {"error": exc}, status=exc.status)
+    return render(request, "run.html", {"run": shown.run, "markers": shown.markers, "job": shown.job})

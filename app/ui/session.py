@@ -18,8 +18,8 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from app.api.deps import require_read, require_write
-from app.api.errors import ApiError
 from app.api_keys import Caller, authenticate
+from app.services.errors import ServiceError
 from app.settings import Settings
 
 KEY_COOKIE = "zt_key"
@@ -55,7 +55,7 @@ def check_read(request: Request, session: Session, settings: Settings) -> None:
     """The API's read rule for a page; a missing or weak key sends the browser to the login form."""
     try:
         require_read(page_caller(request, session, settings), session, settings)
-    except ApiError as exc:
+    except ServiceError as exc:
         raise LoginNeeded(exc.message) from None
 
 
@@ -72,7 +72,7 @@ def check_csrf(request: Request, submitted: str | None) -> None:
     cookie = request.cookies.get(CSRF_COOKIE)
     given = submitted or request.headers.get(CSRF_HEADER)
     if not cookie or not given or not hmac.compare_digest(cookie.encode(), given.encode()):
-        raise ApiError(403, "csrf_failed", "the form's CSRF token is missing or stale; reload the page")
+        raise ServiceError(403, "csrf_failed", "the form's CSRF token is missing or stale; reload the page")
 
 
 def check_write(request: Request, session: Session, settings: Settings, submitted: str | None = None) -> None:

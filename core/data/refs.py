@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from core.errors import BadReference
+from core.protocol import Seed
 
 _PATH = Field(min_length=1, max_length=1024)
 
@@ -60,12 +61,10 @@ _ADAPTER: TypeAdapter[AnyDatasetRef] = TypeAdapter(DatasetRef)
 
 CLASSES_MAX = 10_000
 PER_CLASS_MAX = 10_000
-SEED_MAX = 2**31 - 1
 Classes = Annotated[int | None, Field(ge=2, le=CLASSES_MAX, description="classes to sample (None: all)")]
 PerClass = Annotated[
     int | None, Field(ge=1, le=PER_CLASS_MAX, description="images per class (None: every image)")
 ]
-Seed = Annotated[int, Field(ge=0, le=SEED_MAX, description="seeds the sampling and the markers")]
 Split = Annotated[str | None, Field(max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")]
 
 

@@ -5,7 +5,6 @@ Importing this package registers every marker; see ``registry`` for the calling 
 
 from core.markers import geometry, logits, representation, transferability  # noqa: F401  (registration)
 from core.markers.compute import compute_markers
-from core.markers.protocol import Protocol
 from core.markers.registry import (
     MarkerSpec,
     MarkerUndefined,
@@ -14,6 +13,7 @@ from core.markers.registry import (
     list_markers,
     register_marker,
 )
+from core.protocol import Protocol
 
 __all__ = [
     "MarkerSpec",

@@ -10,9 +10,9 @@ import torch
 from core.device import resolve_device
 from core.errors import CancelCheck, stop_if_cancelled
 from core.glue import GlueResult, analyze
-from core.markers.inputs import MarkerInputs, validate_inputs
-from core.markers.protocol import Protocol
+from core.markers.inputs import MarkerInputs, marker_inputs
 from core.markers.registry import MarkerSpec, MarkerUndefined, MarkerValue, get_marker, list_markers
+from core.protocol import Protocol
 
 
 def _not_applicable_reason(spec: MarkerSpec, inputs: MarkerInputs) -> str | None:
@@ -83,7 +83,7 @@ def compute_markers(
             f"protocol must be a Protocol, got {type(protocol).__name__}; use Protocol.from_dict"
         )
     specs = list_markers() if names is None else [get_marker(name) for name in names]
-    inputs = validate_inputs(features, labels, logits, logits_match_labels)
+    inputs = marker_inputs(features, labels, logits, logits_match_labels)
     dev = resolve_device(device)  # an unavailable device is the caller's error: it propagates
     glue: GlueResult | None = None
     glue_error: str | None = None

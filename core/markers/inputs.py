@@ -22,7 +22,7 @@ class MarkerInputs:
     logit_labels: np.ndarray | None
 
 
-def validate_inputs(features: Any, labels: Any, logits: Any, logits_match_labels: bool) -> MarkerInputs:
+def marker_inputs(features: Any, labels: Any, logits: Any, logits_match_labels: bool) -> MarkerInputs:
     """Check shapes, finiteness and labels; raise ``ValueError`` saying what is wrong.
 
     Every class needs at least 2 points and there must be at least 2 classes: markers of class

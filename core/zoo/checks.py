@@ -14,9 +14,7 @@ import torchvision
 
 from core.errors import UnknownModel, WeightsNotAvailable
 from core.zoo import timm_zoo, torchvision_zoo
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
-
-AnyModelRef = TorchvisionRef | TimmRef | CheckpointRef
+from core.zoo.refs import AnyModelRef, TimmRef, TorchvisionRef
 
 
 def canonical_model(ref: AnyModelRef) -> AnyModelRef:

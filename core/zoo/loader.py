@@ -14,7 +14,7 @@ from core.zoo.archive_check import check_file
 from core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_output_linear
 from core.zoo.preprocess import Preprocess, from_torchvision
 from core.zoo.programs import load_program
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+from core.zoo.refs import AnyModelRef, CheckpointRef, TimmRef, TorchvisionRef
 from core.zoo.state_dicts import head_classes, load_strict, replace_head
 from core.zoo.weights import read_state_dict, sha256_file
 
@@ -50,7 +50,7 @@ class LoadedModel:
     weights_sha256: str
 
 
-def load_model(ref: TorchvisionRef | TimmRef | CheckpointRef) -> LoadedModel:
+def load_model(ref: AnyModelRef) -> LoadedModel:
     """Build the model in this process. A checkpoint passes the static check first; callers with
     untrusted files run this only in an isolated child (``core.scoring``)."""
     if isinstance(ref, TorchvisionRef):

@@ -62,11 +62,14 @@ class CheckpointRef(BaseModel):
         return self
 
 
-ModelRef = Annotated[TorchvisionRef | TimmRef | CheckpointRef, Field(discriminator="source")]
-_ADAPTER: TypeAdapter[TorchvisionRef | TimmRef | CheckpointRef] = TypeAdapter(ModelRef)
+# The model-reference type, declared once: any reference, and the same as a field of a JSON body
+# (``source`` picks the kind).
+AnyModelRef = TorchvisionRef | TimmRef | CheckpointRef
+ModelRef = Annotated[AnyModelRef, Field(discriminator="source")]
+_ADAPTER: TypeAdapter[AnyModelRef] = TypeAdapter(ModelRef)
 
 
-def validate_model_ref(data: object) -> TorchvisionRef | TimmRef | CheckpointRef:
+def validate_model_ref(data: object) -> AnyModelRef:
     """Validate a JSON-like dict (the API body) into a model reference."""
     try:
         return _ADAPTER.validate_python(data)
@@ -74,7 +77,7 @@ def validate_model_ref(data: object) -> TorchvisionRef | TimmRef | CheckpointRef
         raise BadReference.from_validation("model", exc) from exc
 
 
-def parse_model_ref(text: str) -> TorchvisionRef | TimmRef | CheckpointRef:
+def parse_model_ref(text: str) -> AnyModelRef:
     """Parse a short string (module docstring) or a JSON object into a model reference."""
     text = text.strip()
     if text.startswith("{"):

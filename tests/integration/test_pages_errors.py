@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from app.db.models import Job
 from app.db.session import session_scope
-from app.services.triage import weight_pairs
+from app.services.recommendations import weight_pairs
 
 
 def test_unknown_ids_and_bad_queries_are_4xx_pages(client: TestClient) -> None:

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.db.session import session_scope
+from core.protocol import Protocol
 from tests.integration.seeding import fake_run, seed_runs
 
 
@@ -89,7 +90,7 @@ def test_bad_queries_are_4xx(seeded: TestClient) -> None:
 def test_one_run_has_its_protocol_and_markers(seeded: TestClient) -> None:
     summary = seeded.get("/v1/runs?limit=1&order=asc").json()["items"][0]
     detail = seeded.get(f"/v1/runs/{summary['id']}").json()
-    assert detail["protocol"] == {"n_t": 100}
+    assert detail["protocol"] == Protocol(n_t=100).to_dict()  # the seeded {"n_t": 100}, every default filled
     assert {m["name"] for m in detail["markers"]} == {"dimension", "utilization"}
     missing = seeded.get("/v1/runs/00000000-0000-0000-0000-000000000000")
     assert missing.status_code == 404

@@ -21,8 +21,8 @@ from sqlalchemy import func, select
 
 from app.db.models import Job, Run
 from app.db.session import session_scope
-from app.schemas.scoring import REPEATS_MAX
 from app.settings import Settings
+from core.protocol import REPEATS_MAX
 from tests.integration.databases import migrate, scratch_database
 from tests.integration.servers import PostgresCluster, RedisServer
 from tests.integration.stack import Stack, start_stack

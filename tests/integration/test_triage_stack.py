@@ -14,7 +14,7 @@ from sqlalchemy import delete, func, select
 
 from app.db.models import Gate, Job, Marker, Run
 from app.db.session import session_scope
-from core.markers.protocol import DEFAULT_REPEATS
+from core.protocol import DEFAULT_REPEATS
 from core.triage import MarkerRecord, rank, verdict
 from core.zoo import v1_v2_pairs
 from tests.integration.triage_fixtures import (

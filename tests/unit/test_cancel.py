@@ -11,6 +11,7 @@ from core.errors import Cancelled
 from core.glue import analyze
 from core.markers import Protocol, compute_markers
 from core.nnls import solve_batched
+from core.protocol import REPEATS_MAX
 
 
 class CancelAfter:
@@ -61,8 +62,8 @@ def test_the_solver_stops_between_its_steps(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_compute_markers_passes_the_check_down() -> None:
     features, labels = clusters()
-    endless = Protocol(n_t=20, repeats=10**6)
+    longest = Protocol(n_t=20, repeats=REPEATS_MAX)  # finishes, and raises nothing, if the check is lost
     with pytest.raises(Cancelled):
-        compute_markers(features, labels, protocol=endless, device="cpu", cancel=CancelAfter(2))
+        compute_markers(features, labels, protocol=longest, device="cpu", cancel=CancelAfter(2))
     done = compute_markers(features, labels, protocol=Protocol(n_t=20), device="cpu", cancel=lambda: False)
     assert done["capacity"].applicable

@@ -12,7 +12,7 @@ import torch
 
 from core.capacity_sim import simulated_capacity
 from core.examples import REFERENCE, REFERENCE_FIELDS, example, gaussian_manifolds, relu_like
-from core.glue import MARKERS, analyze, solve_draws, validate_inputs
+from core.glue import MARKERS, analyze, glue_inputs, solve_draws
 from core.glue import _summarize as summarize
 from core.glue_geometry import anchor_coefficients, anchor_points
 from core.glue_regime import separable_fraction
@@ -22,7 +22,7 @@ CPU = torch.device("cpu")
 
 
 def draws(x, y, *, n_t=300, seed=0, centering="none", dichotomy="one_vs_rest", solver="fast"):
-    feats, classes, p = validate_inputs(x, y)
+    feats, classes, p = glue_inputs(x, y)
     seq = np.random.SeedSequence(seed)
     return solve_draws(feats, classes, p, seq, n_t, centering, dichotomy, solver, CPU)
 
@@ -276,7 +276,7 @@ def test_cuda_matches_cpu():
 def test_capacity_over_repeats_is_p_over_mean_n_crit_and_the_identity_is_exact(name):
     x, y = DATASETS[name]()
     combined = analyze(x, y, n_t=150, seed=2, repeats=4, points_per_class=15)
-    feats, classes, p = validate_inputs(x, y)
+    feats, classes, p = glue_inputs(x, y)
     partition, *children = np.random.SeedSequence(2).spawn(5)
     subsets, _ = repeat_subsets(classes, 15, 4, np.random.default_rng(partition))
     runs = [

@@ -3,9 +3,10 @@
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from core.markers import Protocol
-from core.markers.protocol import DEFAULT_REPEATS
+from core.protocol import DEFAULT_REPEATS
 
 
 def test_defaults_are_the_papers_protocol():
@@ -62,6 +63,6 @@ def test_from_dict_rejects_non_mappings():
 
 def test_protocol_is_frozen_and_hashable():
     p = Protocol()
-    with pytest.raises(AttributeError):
+    with pytest.raises(ValidationError, match="frozen"):
         p.seed = 1  # type: ignore[misc]
     assert len({Protocol(), Protocol(), Protocol(seed=1)}) == 2

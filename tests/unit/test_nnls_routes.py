@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from core.examples import example, gaussian_manifolds, relu_like
-from core.glue import MARKERS, solve_draws, validate_inputs
+from core.glue import MARKERS, glue_inputs, solve_draws
 from core.glue import _summarize as summarize
 from core.glue_geometry import anchor_coefficients, anchor_points
 from core.nnls import solve_batched
@@ -33,7 +33,7 @@ DATASETS = {
 
 @cache
 def reference_draws(name, centering, dichotomy):
-    feats, classes, p = validate_inputs(*DATASETS[name]())
+    feats, classes, p = glue_inputs(*DATASETS[name]())
     seed = np.random.SeedSequence(5)
     return solve_draws(feats, classes, p, seed, 120, centering, dichotomy, "reference", CPU)
 
@@ -67,12 +67,12 @@ _MEMORY_SCRIPT = f"""
 import json, resource
 import numpy as np, torch
 from core.examples import relu_like
-from core.glue import solve_draws, validate_inputs
+from core.glue import solve_draws, glue_inputs
 
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
-feats, classes, p = validate_inputs(*relu_like(seed=0, n_classes={_P}, per_class={_M}, dim={_N}))
+feats, classes, p = glue_inputs(*relu_like(seed=0, n_classes={_P}, per_class={_M}, dim={_N}))
 cpu = torch.device("cpu")
 args = (np.random.SeedSequence(0), {_N_T}, "none", "one_vs_rest", "fast", cpu)
 solve_draws(feats[:200], classes[:200], 4, *args)  # warm up: libraries loaded, pools made

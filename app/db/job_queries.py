@@ -1,0 +1,54 @@
+"""The jobs repository: a job by id, by active request key or by idempotency key, the newest run of a
+request key, the cancel transition, and what the home page lists."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
+
+_ACTIVE = [s.value for s in ACTIVE_STATUSES]
+
+
+def job_by_id(session: Session, job_id: uuid.UUID) -> Job | None:
+    return session.get(Job, job_id)
+
+
+def active_job(session: Session, request_key: str) -> Job | None:
+    """The queued or running job of a request key (at most one: a partial unique index)."""
+    return session.scalar(select(Job).where(Job.request_key == request_key, Job.status.in_(_ACTIVE)))
+
+
+def job_by_idempotency_key(session: Session, idempotency_key: str) -> Job | None:
+    return session.scalar(select(Job).where(Job.idempotency_key == idempotency_key))
+
+
+def newest_run_of_request(session: Session, request_key: str) -> Run | None:
+    """The newest run stored under a request key, or None."""
+    newest = select(Run).where(Run.request_key == request_key).order_by(Run.created_at.desc())
+    return session.scalar(newest.limit(1))
+
+
+def mark_cancelled(session: Session, job_id: uuid.UUID) -> bool:
+    """Cancel the job if it is still queued or running (one conditional UPDATE, so a worker finishing
+    it at the same moment cannot be overwritten); whether it was. The caller commits."""
+    done = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status.in_(_ACTIVE))
+        .values(status=JobStatus.cancelled.value, finished_at=datetime.now(UTC))
+    )
+    return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Job]]:
+    """Every queued or running job, and the ``recent`` newest finished ones; newest first."""
+    newest = Job.created_at.desc()
+    running = session.scalars(select(Job).where(Job.status.in_(_ACTIVE)).order_by(newest)).all()
+    finished = session.scalars(
+        select(Job).where(Job.status.not_in(_ACTIVE)).order_by(newest).limit(recent)
+    ).all()
+    return list(running), list(finished)

@@ -1,0 +1,68 @@
+"""Back-tests on stored runs: does each marker predict the OOD outcome a user measured?
+
+The rules: every named run must exist (404 ``run_not_found``), all were scored under one protocol
+(422 ``mixed_protocols``) on one ID dataset (422 ``mixed_datasets``), and the markers asked for are
+carried by some run (422 ``unknown_marker``). Then the same statistics as the ``study`` and ``backtest``
+commands (``core.validate.stats.backtest``): Pearson and Spearman with bootstrap 95% intervals, pooled
+and per architecture, and pairwise win rates within an architecture.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from sqlalchemy.orm import Session
+
+from app.db.run_queries import RunWithMarkers, runs_with_markers
+from app.schemas.backtests import BacktestOut, BacktestRequest
+from app.services.errors import ServiceError
+from core.validate.stats import Record, backtest
+
+SHOWN_MISSING = 10
+
+
+def _check_comparable(found: Mapping[uuid.UUID, RunWithMarkers]) -> None:
+    protocols = {item.run.protocol for item in found.values()}
+    if len(protocols) > 1:
+        raise ServiceError(
+            422,
+            "mixed_protocols",
+            f"the runs were scored under {len(protocols)} different "
+            "protocols; back-test runs of one protocol at a time",
+        )
+    datasets = {item.run.dataset_fingerprint for item in found.values()}
+    if len(datasets) > 1:
+        raise ServiceError(
+            422,
+            "mixed_datasets",
+            f"the runs were scored on {len(datasets)} different ID datasets; "
+            "back-test runs scored on one dataset",
+        )
+
+
+def run_backtest(session: Session, body: BacktestRequest) -> BacktestOut:
+    """Correlate every marker (or those named) of the named runs with the outcomes given for them."""
+    found = runs_with_markers(session, body.outcomes.keys())
+    missing = [str(run_id) for run_id in body.outcomes if run_id not in found]
+    if missing:
+        more = len(missing) - SHOWN_MISSING
+        shown = ", ".join(missing[:SHOWN_MISSING]) + (f" and {more} more" if more > 0 else "")
+        raise ServiceError(404, "run_not_found", f"no run(s) {shown}")
+    _check_comparable(found)
+    if body.markers is not None:
+        known = {name for item in found.values() for name in item.values}
+        unknown = sorted(set(body.markers) - known)
+        if unknown:
+            raise ServiceError(
+                422, "unknown_marker", f"no run carries marker(s) {unknown}; they carry {sorted(known)}"
+            )
+    records = [
+        Record(str(run_id), found[run_id].run.architecture or "-", outcome, found[run_id].values)
+        for run_id, outcome in body.outcomes.items()
+    ]
+    try:
+        result = backtest(records, body.markers, n_boot=body.n_boot, seed=body.seed)
+    except ValueError as exc:
+        raise ServiceError(422, "invalid_backtest", str(exc)) from None
+    return BacktestOut.model_validate(result.to_dict())

@@ -1,0 +1,77 @@
+"""Rankings: any set of candidates ordered by a rule on one dataset sample (queued until every run is
+stored)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.labels import reference_of, warnings_of
+from app.schemas.triage import (
+    Pending,
+    RankedOut,
+    RankingOut,
+    RankingRequest,
+)
+from app.services.errors import ServiceError
+from app.services.triage import (
+    ScoringPlan,
+    Wanted,
+    display_labels,
+    gather,
+    rule_used,
+    triage_rule,
+    wanted,
+)
+from app.settings import Settings
+from core.triage import (
+    rank,
+)
+
+
+def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pending | RankingOut:
+    rule = triage_rule(body.rule)
+    models: dict[str, Wanted] = {}
+    for candidate in body.candidates:
+        want = wanted(candidate)
+        key = want.model.model_dump_json()
+        if key in models:
+            raise ServiceError(
+                422, "duplicate_candidates", f"candidate {reference_of(want.model)} is listed more than once"
+            )
+        models[key] = want
+    scoring = ScoringPlan(body.dataset, body.sampling, body.protocol)
+    gathered = gather(session, settings, models, scoring)
+    if (pending := gathered.pending()) is not None:
+        return pending
+    labels = display_labels(session, {key: want.name for key, want in models.items()}, gathered.runs)
+    keys = {text: key for key, text in labels.items()}
+    result = rank([gathered.record(key, labels[key]) for key in models], rule)
+    entries = [
+        RankedOut(
+            label=e.name,
+            model=models[keys[e.name]].model.model_dump(mode="json"),
+            run_id=gathered.runs[keys[e.name]].id,
+            markers=gathered.stats(keys[e.name]),
+            warnings=warnings_of(gathered.runs[keys[e.name]].model_meta),
+            rank=e.rank,
+            front=e.front,
+            unrankable=e.unrankable,
+            id_accuracy_rank=e.id_accuracy_rank,
+            logme_rank=e.logme_rank,
+            disagrees_with_id_accuracy=e.disagrees_with_id_accuracy,
+            disagrees_with_logme=e.disagrees_with_logme,
+            missing=list(e.missing),
+        )
+        for e in result.entries
+    ]
+    return RankingOut(
+        entries=entries,
+        pick=result.pick,
+        reason=result.reason,
+        rule=rule_used(rule, scoring.protocol),
+        id_accuracy_pick=result.id_accuracy_pick,
+        logme_pick=result.logme_pick,
+        picks_agree=result.picks_agree,
+        id_accuracy_discordant=list(result.id_accuracy_discordant),
+        logme_discordant=list(result.logme_discordant),
+    )

@@ -1,0 +1,163 @@
+"""v1-vs-v2 recommendations: the verdict on a torchvision architecture's two ImageNet weights (queued
+until both runs are stored), and the verdicts the stored runs already give."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from sqlalchemy.orm import Session
+
+from app.db.run_key import request_key
+from app.db.run_queries import markers_of
+from app.db.triage_queries import newest_runs_by_request
+from app.labels import warnings_of
+from app.schemas.triage import (
+    Comparison,
+    Pending,
+    Recommendation,
+    RecommendationSummary,
+    WeightsOut,
+)
+from app.services.admission import normalised_request
+from app.services.errors import ServiceError
+from app.services.triage import (
+    ScoringPlan,
+    Wanted,
+    gather,
+    job_request,
+    record_of,
+    rule_used,
+)
+from app.settings import Settings
+from core.triage import (
+    Rule,
+    Verdict,
+    accuracy_pick,
+    verdict,
+)
+from core.zoo import WeightsPair, v1_v2_pairs
+from core.zoo.refs import TorchvisionRef
+from core.zoo.torchvision_zoo import weights_enum
+
+V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
+
+
+
+
+@cache
+def weight_pairs() -> dict[str, WeightsPair]:
+    """torchvision's v1/v2 architectures; listing them builds every weights enum, so once per process."""
+    return {pair.arch: pair for pair in v1_v2_pairs()}
+
+
+def pair_of(arch: str) -> WeightsPair:
+    """The architecture's pair; ``UnknownModel`` (404) for no such architecture, 422 for one without."""
+    pairs = weight_pairs()
+    if arch in pairs:
+        return pairs[arch]
+    weights_enum(arch, "DEFAULT")  # raises UnknownModel for an architecture torchvision does not know
+    raise ServiceError(
+        422,
+        "no_v1_v2_pair",
+        f"torchvision {arch} has no {V1} and {V2} weights to compare; architectures that do: "
+        f"{', '.join(sorted(pairs))}",
+    )
+
+
+def _comparisons(result: Verdict) -> list[Comparison]:
+    return [
+        Comparison(
+            marker=c.marker,
+            v1=c.v1,
+            v2=c.v2,
+            v1_std=c.v1_std,
+            v2_std=c.v2_std,
+            difference=c.difference,
+            noise=c.noise,
+            p_value=c.p_value,
+            favours=c.favours,
+        )
+        for c in result.comparisons
+    ]
+
+
+def _picks_agree(decision: str, by_accuracy: str) -> bool | None:
+    return None if "undecided" in (decision, by_accuracy) else decision == by_accuracy
+
+
+def recommend(
+    session: Session, settings: Settings, arch: str, scoring: ScoringPlan, rule: Rule
+) -> Pending | Recommendation:
+    pair = pair_of(arch)
+    refs = {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
+    gathered = gather(session, settings, {key: Wanted(ref) for key, ref in refs.items()}, scoring)
+    if (pending := gathered.pending()) is not None:
+        return pending
+    result = verdict(gathered.record(V1, V1), gathered.record(V2, V2), rule)
+    by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
+
+    def weights_out(weights: str, acc1: float | None) -> WeightsOut:
+        return WeightsOut(
+            label=weights,
+            model=refs[weights].model_dump(mode="json"),
+            run_id=gathered.runs[weights].id,
+            markers=gathered.stats(weights),
+            warnings=warnings_of(gathered.runs[weights].model_meta),
+            weights=weights,
+            imagenet_acc1=acc1,
+        )
+
+    return Recommendation(
+        architecture=arch,
+        verdict=result.decision,
+        reason=result.reason,
+        rule=rule_used(rule, scoring.protocol),
+        comparisons=_comparisons(result),
+        v1=weights_out(V1, pair.v1_acc1),
+        v2=weights_out(V2, pair.v2_acc1),
+        id_accuracy_pick=by_accuracy,
+        picks_agree=_picks_agree(result.decision, by_accuracy),
+    )
+
+
+def recommendations_so_far(
+    session: Session, scoring: ScoringPlan, architectures: list[str], rule: Rule
+) -> list[RecommendationSummary]:
+    """The verdicts the stored runs already give, computing nothing and opening nothing: an
+    architecture whose two runs are not both stored for this dataset, sampling and protocol (found by
+    request key) has ``verdict=None``."""
+    keys = {
+        (arch, weights): request_key(
+            normalised_request(job_request(Wanted(TorchvisionRef(arch=arch, weights=weights)), scoring))
+        )
+        for arch in architectures
+        for weights in (V1, V2)
+    }
+    by_key = newest_runs_by_request(session, set(keys.values()))
+    latest = {pair: by_key[key] for pair, key in keys.items() if key in by_key}
+    markers = markers_of(session, [run.id for run in latest.values()])
+    pairs = weight_pairs()
+    items = []
+    for arch in architectures:
+        pair = pairs[arch]
+        by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
+        found = [latest.get((arch, weights)) for weights in (V1, V2)]
+        result = None
+        if found[0] is not None and found[1] is not None:
+            result = verdict(
+                record_of(V1, found[0], markers[found[0].id]),
+                record_of(V2, found[1], markers[found[1].id]),
+                rule,
+            )
+        items.append(
+            RecommendationSummary(
+                architecture=arch,
+                v1_acc1=pair.v1_acc1,
+                v2_acc1=pair.v2_acc1,
+                verdict=result.decision if result else None,
+                reason=result.reason if result else None,
+                id_accuracy_pick=by_accuracy,
+                picks_agree=_picks_agree(result.decision, by_accuracy) if result else None,
+            )
+        )
+    return items

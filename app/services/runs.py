@@ -1,0 +1,127 @@
+"""The run history: one filter check for the API and the pages, pages of runs, one run in full, CSV.
+
+Routers parse the query; this module checks what the query means (a bound needs a marker, names must
+be markers), asks the runs repository (``app.db.run_queries``) and builds the answers from the rows
+through the schemas (``app.schemas.runs``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from app.db.models import Job, Marker, Run
+from app.db.paging import CREATED, PageKey
+from app.db.run_queries import (
+    RunFilter,
+    latest_job_of,
+    list_runs,
+    marker_values,
+    run_with_markers,
+    upload_filenames,
+)
+from app.db.session import get_sessionmaker
+from app.labels import BadLabel, parse_tag
+from app.schemas.runs import RunDetail, RunSummary
+from app.services.errors import ServiceError
+from core.markers import list_markers
+
+CSV_BATCH = 500
+
+
+def tag_filter(tags: list[str]) -> tuple[tuple[str, str], ...]:
+    """``key=value`` texts as the filter's pairs; 422 for one that is no tag."""
+    try:
+        return tuple(parse_tag(text) for text in tags)
+    except BadLabel as exc:
+        raise ServiceError(422, "invalid_request", f"tag filter: {exc}") from None
+
+
+def known_marker(name: str, what: str) -> str:
+    known = {spec.name for spec in list_markers()}
+    if name not in known:
+        raise ServiceError(422, "unknown_marker", f"{what} {name!r} is not a marker; known: {sorted(known)}")
+    return name
+
+
+def history_filter(flt: RunFilter, sort: str) -> RunFilter:
+    """The filter, checked once for the API and the pages: bounds need a marker, names must be markers."""
+    if (flt.marker_min is not None or flt.marker_max is not None) and flt.marker is None:
+        raise ServiceError(422, "invalid_request", "min/max need a marker to apply to")
+    if flt.marker is not None:
+        known_marker(flt.marker, "marker")
+    if sort != CREATED:
+        known_marker(sort, "sort")
+    return flt
+
+
+def history_page(
+    session: Session, flt: RunFilter, sort: str, descending: bool, limit: int, after: PageKey | None
+) -> tuple[list[RunSummary], PageKey | None]:
+    """One page of the history as summaries (each with its marker values), and where the next begins."""
+    page, next_key = list_runs(session, flt, sort=sort, descending=descending, limit=limit, after=after)
+    context = {"filenames": upload_filenames(session, page)}
+    markers = marker_values(session, [run.id for run in page])
+    summaries = [
+        RunSummary.model_validate(run, context={**context, "markers": markers[run.id]}) for run in page
+    ]
+    return summaries, next_key
+
+
+def run_detail(session: Session, run_id: uuid.UUID) -> RunDetail:
+    """One run in full, every marker with its noise; 404 ``run_not_found``."""
+    found = run_with_markers(session, run_id)
+    if found is None:
+        raise ServiceError(404, "run_not_found", f"no run {run_id}")
+    context = {"filenames": upload_filenames(session, [found.run]), "markers": found.markers}
+    return RunDetail.model_validate(found.run, context=context)
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """What the run's page shows: the row, its markers, and the newest job that produced or found it."""
+
+    run: Run
+    markers: list[Marker]
+    job: Job | None
+
+
+def run_page_parts(session: Session, run_id: uuid.UUID) -> RunPage:
+    """One run for its page; 404 ``run_not_found``."""
+    found = run_with_markers(session, run_id)
+    if found is None:
+        raise ServiceError(404, "run_not_found", f"no run {run_id}")
+    return RunPage(found.run, found.markers, latest_job_of(session, run_id))
+
+
+def csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> Iterator[str]:
+    """Stream the whole filtered history in batches, one short transaction per batch."""
+    names = [spec.name for spec in list_markers()]
+    identity = ["id", "created_at", "name", "tags", "architecture", "weights_sha256", "dataset_fingerprint"]
+    head = [*identity, "run_key", *names]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(head)
+    after: PageKey | None = None
+    while True:
+        with get_sessionmaker(database_url)() as session:
+            page, after = list_runs(
+                session, flt, sort=sort, descending=descending, limit=CSV_BATCH, after=after
+            )
+            markers = marker_values(session, [run.id for run in page])
+        for run in page:
+            values = markers[run.id]
+            tags = ",".join(f"{key}={value}" for key, value in run.tag_map.items())
+            base = [run.id, run.created_at.isoformat(), run.name or "", tags, run.architecture or ""]
+            content = [run.weights_sha256, run.dataset_fingerprint, run.run_key]
+            writer.writerow([*base, *content, *(values.get(n, "") for n in names)])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        if after is None:
+            return

@@ -1,0 +1,92 @@
+"""Triage rules over stored marker records: rankings, the v1-vs-v2 verdict and CI-gate rules.
+
+One module each: ``records`` (the marker records and the rules that say what "better" means),
+``verdict`` (v1 vs v2), ``ranking`` (any set of candidates) and ``gates`` (CI-gate rules); this
+package re-exports their public names.
+
+Pure functions, shared by the API, the command line and the back-test, so that a recommendation
+means the same thing wherever it is shown. Inputs are ``MarkerRecord`` objects built from stored
+runs; nothing here reads a database or a model.
+
+A rule names what "better" means (``make_rule``): ``geometry``, the paper's selection rule (among
+weights of one architecture prefer higher D_eff, marker ``dimension``, AND higher Ψ_eff, marker
+``utilization``), or one marker with a preferred direction (``id_accuracy``, ``logme``, ...). One
+candidate is better than another only when every marker of the rule prefers it beyond the noise
+(``core.noise``: a two-sided Welch test on the repeat means at 95%); a GLUE marker without a noise
+estimate (one repeat) or from a degenerate GLUE regime never decides. Where the rule does not decide,
+this module says why rather than guessing.
+"""
+
+from __future__ import annotations
+
+from core.triage.gates import (
+    GATE_KINDS,
+    GateKind,
+    GateResult,
+    GateRule,
+    GateStatus,
+    RuleError,
+    RuleOutcome,
+    UnknownMetric,
+    evaluate_gate,
+    parse_rule,
+)
+from core.triage.ranking import (
+    RankedEntry,
+    Ranking,
+    fronts_of,
+    rank,
+)
+from core.triage.records import (
+    DIMENSION,
+    GEOMETRY,
+    GEOMETRY_RULE,
+    ID_ACCURACY,
+    LOGME,
+    UTILIZATION,
+    MarkerRecord,
+    Rule,
+    UnknownRule,
+    make_rule,
+)
+from core.triage.verdict import (
+    Decision,
+    MarkerComparison,
+    Side,
+    Verdict,
+    accuracy_pick,
+    verdict,
+)
+
+__all__ = [
+    "DIMENSION",
+    "GATE_KINDS",
+    "GEOMETRY",
+    "GEOMETRY_RULE",
+    "ID_ACCURACY",
+    "LOGME",
+    "UTILIZATION",
+    "Decision",
+    "GateKind",
+    "GateResult",
+    "GateRule",
+    "GateStatus",
+    "MarkerComparison",
+    "MarkerRecord",
+    "RankedEntry",
+    "Ranking",
+    "Rule",
+    "RuleError",
+    "RuleOutcome",
+    "Side",
+    "UnknownMetric",
+    "UnknownRule",
+    "Verdict",
+    "accuracy_pick",
+    "evaluate_gate",
+    "fronts_of",
+    "make_rule",
+    "parse_rule",
+    "rank",
+    "verdict",
+]

@@ -1,0 +1,87 @@
+"""Marker records and triage rules: what the verdict, the ranking and the gates read and apply.
+
+A rule names what "better" means (``make_rule``): ``geometry``, the paper's selection rule (among
+weights of one architecture prefer higher D_eff, marker ``dimension``, AND higher Ψ_eff, marker
+``utilization``), or one marker with a preferred direction (``id_accuracy``, ``logme``, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from core.glue import MARKERS as GLUE_MARKERS
+from core.markers import get_marker
+from core.noise import TEST, Estimate
+
+DIMENSION = "dimension"
+UTILIZATION = "utilization"
+GEOMETRY = (DIMENSION, UTILIZATION)
+ID_ACCURACY = "id_accuracy"
+LOGME = "logme"
+
+
+class UnknownRule(ValueError):
+    """A triage rule that names no marker, or a marker with no preferred direction."""
+
+
+@dataclass(frozen=True)
+class MarkerRecord:
+    """The markers of one scored model: ``values[name]`` is None when the marker did not apply;
+    ``stds[name]`` the standard deviation over the ``repeats`` GLUE repeats (None with one repeat);
+    ``undecidable[name]`` the reason a marker may not decide (a degenerate GLUE regime)."""
+
+    name: str
+    values: Mapping[str, float | None]
+    stds: Mapping[str, float | None] = field(default_factory=dict)
+    repeats: int = 1
+    undecidable: Mapping[str, str] = field(default_factory=dict)
+
+    def value(self, marker: str) -> float | None:
+        value = self.values.get(marker)
+        return None if value is None or not math.isfinite(value) else float(value)
+
+    def estimate(self, marker: str) -> Estimate | None:
+        """The value with its noise: GLUE markers carry their repeats' standard error, every other
+        marker is a deterministic function of the stored sample."""
+        value = self.value(marker)
+        if value is None:
+            return None
+        if marker in GLUE_MARKERS:
+            return Estimate.from_repeats(value, self.stds.get(marker), self.repeats)
+        return Estimate.exact(value)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What "better" means: every marker in ``markers`` must prefer the candidate beyond the noise."""
+
+    name: str
+    markers: tuple[str, ...]
+    higher_is_better: tuple[bool, ...]
+
+    def describe(self) -> str:
+        wanted = " and ".join(
+            f"{'higher' if h else 'lower'} {m}"
+            for m, h in zip(self.markers, self.higher_is_better, strict=True)
+        )
+        return f"{self.name}: {wanted}, each beyond the noise ({TEST})"
+
+
+def make_rule(name: str) -> Rule:
+    """``geometry`` (D_eff and Ψ_eff both higher) or the name of a marker with a preferred direction."""
+    if name == "geometry":
+        return Rule("geometry", GEOMETRY, (True, True))
+    try:
+        spec = get_marker(name)
+    except ValueError as exc:
+        raise UnknownRule(f"unknown triage rule {name!r}: use 'geometry' or a marker name ({exc})") from None
+    if spec.higher_is_better is None:
+        raise UnknownRule(f"marker {name!r} has no preferred direction, so it cannot rank or decide")
+    return Rule(name, (name,), (spec.higher_is_better,))
+
+
+GEOMETRY_RULE = make_rule("geometry")
+
+
