@@ -7,6 +7,8 @@
 FROM python:3.11-slim AS wheel
 WORKDIR /src
 COPY pyproject.toml README.md ./
+# zootriage/ holds the symlinks that name core/, app/ and worker/ as zootriage.core, .app, .worker.
+COPY zootriage zootriage
 COPY core core
 COPY app app
 COPY worker worker

@@ -11,9 +11,9 @@ from __future__ import annotations
 import enum
 import ipaddress
 
-from app.api_keys import keys_configured
-from app.db.session import get_sessionmaker
-from app.settings import AccessMode, Settings
+from zootriage.app.api_keys import keys_configured
+from zootriage.app.db.session import get_sessionmaker
+from zootriage.app.settings import AccessMode, Settings
 
 
 class Rule(enum.StrEnum):

@@ -16,8 +16,8 @@ from datetime import timedelta
 from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
-from app.db.models import ApiKey, utcnow
-from app.scopes import DEFAULT_SCOPES, Scope
+from zootriage.app.db.models import ApiKey, utcnow
+from zootriage.app.scopes import DEFAULT_SCOPES, Scope
 
 # ``last_used_at`` is refreshed at most this often, so a busy key does not write on every request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)

@@ -14,8 +14,8 @@ import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.errors import error_response
-from app.settings import Settings
+from zootriage.app.api.errors import error_response
+from zootriage.app.settings import Settings
 
 UPLOAD_ROUTES = ("/v1/checkpoints", "/ui/checkpoints")
 UPLOAD_OVERHEAD = 64 * 1024  # multipart headers and the other small fields around the file

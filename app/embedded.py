@@ -14,13 +14,14 @@ import sys
 
 import uvicorn
 
-from app.main import create_app
-from app.migrate import upgrade_to_head
-from app.settings import Settings, get_settings
+from zootriage.app.main import create_app
+from zootriage.app.migrate import upgrade_to_head
+from zootriage.app.settings import Settings, get_settings
 
 
 def worker_command(loglevel: str = "WARNING") -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", f"--loglevel={loglevel}"]
+    app = "zootriage.worker.celery_app"
+    return [sys.executable, "-m", "celery", "-A", app, "worker", f"--loglevel={loglevel}"]
 
 
 def run_embedded(settings: Settings) -> None:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, Field
 
 if TYPE_CHECKING:  # app.db.models imports this module's bounds: it must not pull in core.zoo (torch)
-    from app.db.models import Run
-    from core.zoo.refs import AnyModelRef
+    from zootriage.app.db.models import Run
+    from zootriage.core.zoo.refs import AnyModelRef
 
 NAME_CHARS = 128
 TAG_KEY_CHARS = 32
@@ -87,7 +87,7 @@ def short_hashes(text: str) -> str:
 
 def reference_of(ref: AnyModelRef) -> str:
     """The short string a user would type for ``ref`` (see ``core.zoo.refs``), hashes shortened."""
-    from core.zoo.refs import TimmRef, TorchvisionRef
+    from zootriage.core.zoo.refs import TimmRef, TorchvisionRef
 
     if isinstance(ref, TorchvisionRef):
         return f"tv:{ref.arch}.{ref.weights}"
@@ -101,8 +101,8 @@ def reference_of(ref: AnyModelRef) -> str:
 def stored_reference(model_ref: Mapping[str, Any]) -> str:
     """The short reference of a stored run's model; a record older than today's reference grammar is
     named by its source and path or name as stored."""
-    from core.errors import BadReference
-    from core.zoo.refs import validate_model_ref
+    from zootriage.core.errors import BadReference
+    from zootriage.core.zoo.refs import validate_model_ref
 
     try:
         return reference_of(validate_model_ref(dict(model_ref)))

@@ -10,18 +10,28 @@ from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app.access import check_bind
-from app.api import api_keys, backtests, checkpoints, gates, health, jobs, rankings, recommendations, runs
-from app.api.capacity import DbSlots
-from app.api.deps import MetricsAccess, ReadAccess
-from app.api.errors import install_error_handlers
-from app.api.request_id import RequestIdMiddleware
-from app.body_limits import BodyLimitMiddleware
-from app.db.session import POOL_CAPACITY
-from app.metrics import Metrics, MetricsMiddleware
-from app.services.reaper import ReaperState, run_periodically
-from app.settings import Settings, get_settings
-from app.ui.router import install_ui
+from zootriage.app.access import check_bind
+from zootriage.app.api import (
+    api_keys,
+    backtests,
+    checkpoints,
+    gates,
+    health,
+    jobs,
+    rankings,
+    recommendations,
+    runs,
+)
+from zootriage.app.api.capacity import DbSlots
+from zootriage.app.api.deps import MetricsAccess, ReadAccess
+from zootriage.app.api.errors import install_error_handlers
+from zootriage.app.api.request_id import RequestIdMiddleware
+from zootriage.app.body_limits import BodyLimitMiddleware
+from zootriage.app.db.session import POOL_CAPACITY
+from zootriage.app.metrics import Metrics, MetricsMiddleware
+from zootriage.app.services.reaper import ReaperState, run_periodically
+from zootriage.app.settings import Settings, get_settings
+from zootriage.app.ui.router import install_ui
 
 
 @asynccontextmanager

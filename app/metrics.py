@@ -15,8 +15,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import case, func, select
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.db.models import Job, JobStatus
-from app.db.session import get_sessionmaker
+from zootriage.app.db.models import Job, JobStatus
+from zootriage.app.db.session import get_sessionmaker
 
 DURATION_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 # Every label value that comes from a request is drawn from a fixed set, so no client can grow the

@@ -13,7 +13,7 @@ from typing import Any
 from celery import Celery
 from kombu import Connection
 
-from app.settings import Settings
+from zootriage.app.settings import Settings
 
 SCORE_TASK = "zootriage.score_job"
 SCORE_QUEUE = "scoring"

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core.data.refs import AnyDatasetRef, Sampling, validate_dataset_ref
-from core.errors import ZooError
-from core.markers import Protocol
-from core.zoo.refs import AnyModelRef, CheckpointRef, validate_model_ref
+from zootriage.core.data.refs import AnyDatasetRef, Sampling, validate_dataset_ref
+from zootriage.core.errors import ZooError
+from zootriage.core.markers import Protocol
+from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef, validate_model_ref
 
 FORMATS = {
     ".safetensors": "safetensors",

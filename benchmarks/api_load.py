@@ -44,9 +44,9 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.migrate import upgrade_to_head  # noqa: E402
-from core.markers import list_markers  # noqa: E402
 from tests.integration.databases import private_redis, scratch_database  # noqa: E402
+from zootriage.app.migrate import upgrade_to_head  # noqa: E402
+from zootriage.core.markers import list_markers  # noqa: E402
 
 EXPECTED = {200, 201, 202, 503}
 
@@ -266,7 +266,7 @@ def job_benchmark(
 ) -> None:
     program, model = uploaded["program"], uploaded["model"]
     worker = start_process(
-        [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--loglevel=WARNING"],
+        [sys.executable, "-m", "celery", "-A", "zootriage.worker.celery_app", "worker", "--loglevel=WARNING"],
         env,
         work / "worker.log",
     )
@@ -372,7 +372,8 @@ def main() -> None:
         took = time.perf_counter() - start
         print(f"stored {args.runs} runs x {len(list_markers())} markers in {took:.0f} s")
         port = 8765
-        command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)]
+        factory = "zootriage.app.main:create_app"
+        command = [sys.executable, "-m", "uvicorn", factory, "--factory", "--port", str(port)]
         api = start_process(
             [*command, "--workers", str(args.api_workers), "--log-level", "warning"], env, work / "api.log"
         )

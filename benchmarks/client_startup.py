@@ -27,7 +27,7 @@ CLIENT = (
     "import atexit, sys\n"
     "atexit.register(lambda: print('heavy:', [m for m in {heavy!r} if m in sys.modules], file=sys.stderr))\n"
     "sys.argv[0] = 'zootriage'\n"
-    "from app.cli import main\n"
+    "from zootriage.app.cli import main\n"
     "main()\n"
 )
 

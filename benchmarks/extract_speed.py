@@ -20,12 +20,12 @@ import torch
 import torchvision
 from safetensors.torch import save_file
 
-from core.data.builtin import open_builtin
-from core.data.images import FittedImages
-from core.device import resolve_device
-from core.features import extract
-from core.zoo.loader import load_model
-from core.zoo.refs import parse_model_ref
+from zootriage.core.data.builtin import open_builtin
+from zootriage.core.data.images import FittedImages
+from zootriage.core.device import resolve_device
+from zootriage.core.features import extract
+from zootriage.core.zoo.loader import load_model
+from zootriage.core.zoo.refs import parse_model_ref
 
 
 def bare_forward(model: torch.nn.Module, batches: list[torch.Tensor], device: torch.device) -> float:

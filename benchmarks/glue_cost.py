@@ -19,13 +19,13 @@ import os
 import subprocess
 import sys
 
-from core.glue_cost import glue_seconds, peak_bytes
+from zootriage.core.glue_cost import glue_seconds, peak_bytes
 
 _ROW = """
 import json, resource, sys, time
 import numpy as np, torch
-from core.examples import relu_like
-from core.glue import solve_draws, glue_inputs
+from zootriage.core.examples import relu_like
+from zootriage.core.glue import solve_draws, glue_inputs
 
 p, m, dim, n_t = (int(a) for a in sys.argv[1:])
 feats, classes, n_classes = glue_inputs(*relu_like(seed=0, n_classes=p, per_class=m, dim=dim))

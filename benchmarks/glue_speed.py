@@ -22,8 +22,8 @@ from collections.abc import Iterator
 
 import torch
 
-from core.examples import relu_like
-from core.glue import MARKERS, analyze
+from zootriage.core.examples import relu_like
+from zootriage.core.glue import MARKERS, analyze
 
 _BUSY = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
 

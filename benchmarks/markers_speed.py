@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.device import resolve_device
-from core.markers import Protocol, compute_markers, list_markers
-from core.markers.pairwise import mean_pairwise_distance
+from zootriage.core.device import resolve_device
+from zootriage.core.markers import Protocol, compute_markers, list_markers
+from zootriage.core.markers.pairwise import mean_pairwise_distance
 
 
 def _status_mib(field: str) -> float:

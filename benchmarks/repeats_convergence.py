@@ -27,10 +27,10 @@ import time
 import numpy as np
 from scipy import stats
 
-from core.examples import example
-from core.glue import analyze
-from core.markers import Protocol, compute_markers
 from tests.mnist_features import ccexam_features
+from zootriage.core.examples import example
+from zootriage.core.glue import analyze
+from zootriage.core.markers import Protocol, compute_markers
 
 
 def convergence(name: str, x: np.ndarray, y: np.ndarray, max_repeats: int, n_t: int) -> None:

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from api_load import client_pool, load_runs, percentile, start_process, wait_healthy
 
-from app.migrate import upgrade_to_head
-from core.markers import list_markers
 from tests.integration.databases import private_redis, scratch_database
+from zootriage.app.migrate import upgrade_to_head
+from zootriage.core.markers import list_markers
 
 PAGES = {
     "healthz": "/healthz",
@@ -100,7 +100,8 @@ def main() -> None:
         took = time.perf_counter() - start
         print(f"stored {args.runs} runs x {len(list_markers())} markers in {took:.0f} s")
         port = 8766
-        command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)]
+        factory = "zootriage.app.main:create_app"
+        command = [sys.executable, "-m", "uvicorn", factory, "--factory", "--port", str(port)]
         api = start_process([*command, "--log-level", "warning"], env, work / "api.log")
         failed = False
         try:

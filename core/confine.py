@@ -1,4 +1,4 @@
-"""The first code an isolated child runs (``python -m core.confine MODULE``), before anything untrusted.
+"""The first code an isolated child runs (``python -m zootriage.core.confine MODULE``), before anything untrusted.
 
 It applies the resource limits the parent chose (read from ``ZOOTRIAGE_CONFINE``: JSON of rlimit name
 to value), moves into the throw-away working folder, and splits the output: the real stdout becomes
@@ -36,7 +36,7 @@ def apply_limits(limits: dict[str, int]) -> None:
 
 
 def main() -> None:
-    from core import confine  # this file runs as __main__; the child's code imports it by name
+    from zootriage.core import confine  # this file runs as __main__; the child's code imports it by name
 
     config = json.loads(os.environ.pop(ENV))
     apply_limits(config["rlimits"])

@@ -1,6 +1,6 @@
 """Seeded synthetic manifolds with published GLUE reference values (docs/method.md, "Checks").
 
-Running ``python -m core.examples`` analyses both examples under both centerings and prints them next
+Running ``python -m zootriage.core.examples`` analyses both examples under both centerings and prints them next
 to the reference table.
 """
 
@@ -73,7 +73,7 @@ def relu_like(
 
 
 def main() -> None:
-    from core.glue import analyze
+    from zootriage.core.glue import analyze
 
     print(f"{'example':<8}{'centering':<10}{'marker':<18}{'ours':>10}{'reference':>11}")
     for (name, centering), ref in REFERENCE.items():

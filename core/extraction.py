@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.errors import CancelCheck
-from core.extraction_child import OUTPUT
-from core.features import Extraction, Progress
-from core.isolation import ChildLimits, run_isolated
-from core.zoo.refs import AnyModelRef, CheckpointRef
+from zootriage.core.errors import CancelCheck
+from zootriage.core.extraction_child import OUTPUT
+from zootriage.core.features import Extraction, Progress
+from zootriage.core.isolation import ChildLimits, run_isolated
+from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef
 
 
 def extract_isolated(
@@ -41,7 +41,7 @@ def extract_isolated(
         return _read_arrays(folder / OUTPUT, expected), result
 
     return run_isolated(
-        "core.extraction_child",
+        "zootriage.core.extraction_child",
         {**request, "model": model.model_dump(mode="json")},
         collect,
         limits=limits,

@@ -1,4 +1,4 @@
-"""What the confined child does (``core.isolation.run_isolated("core.extraction_child", ...)``).
+"""What the confined child does (``core.isolation.run_isolated("zootriage.core.extraction_child", ...)``).
 
 It statically checks an uploaded checkpoint, loads the model and the dataset, runs the one extraction
 pass over the sampled indices the parent chose, and writes features, logits and labels to
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from core.confine import emit
-from core.errors import ZooError
+from zootriage.core.confine import emit
+from zootriage.core.errors import ZooError
 
 OUTPUT = "extraction.safetensors"
 REQUEST = "request.json"
@@ -27,13 +27,13 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     """Load, extract, write ``OUTPUT``; the description of the model and its weights for the parent."""
     from safetensors.numpy import save_file
 
-    from core.data.archives import ArchiveLimits
-    from core.data.images import FittedImages
-    from core.data.open import open_dataset
-    from core.data.refs import validate_dataset_ref
-    from core.features import extract
-    from core.zoo.loader import load_model
-    from core.zoo.refs import validate_model_ref
+    from zootriage.core.data.archives import ArchiveLimits
+    from zootriage.core.data.images import FittedImages
+    from zootriage.core.data.open import open_dataset
+    from zootriage.core.data.refs import validate_dataset_ref
+    from zootriage.core.features import extract
+    from zootriage.core.zoo.loader import load_model
+    from zootriage.core.zoo.refs import validate_model_ref
 
     model_ref = validate_model_ref(request["model"])
     images = open_dataset(

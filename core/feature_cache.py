@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import InsufficientStorage
-from core.features import Extraction
-from core.storage import LocalStore, Store
+from zootriage.core.errors import InsufficientStorage
+from zootriage.core.features import Extraction
+from zootriage.core.storage import LocalStore, Store
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 

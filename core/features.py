@@ -19,8 +19,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from core.device import resolve_device
-from core.zoo.preprocess import Preprocess
+from zootriage.core.device import resolve_device
+from zootriage.core.zoo.preprocess import Preprocess
 
 Progress = Callable[[str, int, int], None]
 

@@ -33,15 +33,15 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from core.device import resolve_device
-from core.errors import CancelCheck, stop_if_cancelled
-from core.glue_geometry import effective_geometry, radius_of
-from core.glue_regime import Regime, combine, judge, saturated_fraction, separable_fraction
-from core.glue_subsets import Noise, repeat_subsets
-from core.inputs import class_labels, finite_matrix
-from core.nnls import solve_batched, solve_reference
-from core.protocol import CENTERINGS, DICHOTOMIES, Centering, Dichotomy
-from core.threads import single_threaded
+from zootriage.core.device import resolve_device
+from zootriage.core.errors import CancelCheck, stop_if_cancelled
+from zootriage.core.glue_geometry import effective_geometry, radius_of
+from zootriage.core.glue_regime import Regime, combine, judge, saturated_fraction, separable_fraction
+from zootriage.core.glue_subsets import Noise, repeat_subsets
+from zootriage.core.inputs import class_labels, finite_matrix
+from zootriage.core.nnls import solve_batched, solve_reference
+from zootriage.core.protocol import CENTERINGS, DICHOTOMIES, Centering, Dichotomy
+from zootriage.core.threads import single_threaded
 
 Solver = Literal["fast", "reference"]
 SOLVERS: tuple[str, ...] = ("fast", "reference")

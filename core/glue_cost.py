@@ -20,7 +20,7 @@ The feature width is unknown before the model is loaded, so admission assumes ``
 
 from __future__ import annotations
 
-from core.nnls import uses_gram
+from zootriage.core.nnls import uses_gram
 
 # Seconds per multiply-add of the (point × coordinate) products, per touched point entry, and per
 # multiply-add of forming K: fitted on P=10..200, M=50, N=256..2048 with one thread (see module doc).

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.capacity_sim import separable
+from zootriage.core.capacity_sim import separable
 
 SATURATION_RTOL = 1e-9
 SATURATED_MAX = 0.5

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.confine import ENV
-from core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
+from zootriage.core.confine import ENV
+from zootriage.core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -129,7 +129,7 @@ def run_isolated(
                 os.chown(path, record.pw_uid, record.pw_gid)
         with open(folder / "stderr.log", "wb") as stderr:
             proc = subprocess.Popen(
-                [*mode.command, sys.executable, "-m", "core.confine", module],
+                [*mode.command, sys.executable, "-m", "zootriage.core.confine", module],
                 cwd=folder,
                 env=_environment(folder, bounds, gpu),
                 stdin=subprocess.DEVNULL,

@@ -36,8 +36,8 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from core.errors import CancelCheck, stop_if_cancelled
-from core.threads import single_threaded
+from zootriage.core.errors import CancelCheck, stop_if_cancelled
+from zootriage.core.threads import single_threaded
 
 # Entering threshold and KKT check, relative to the scale ‖t_k‖ · max_i ‖x_i‖ of the gradient entries.
 _ENTER_RTOL = 1e-10

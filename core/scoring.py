@@ -20,20 +20,20 @@ from typing import Any
 
 import torch
 
-from core.data.archives import ArchiveLimits
-from core.data.open import open_dataset
-from core.data.refs import AnyDatasetRef, Sampling
-from core.data.sampling import sample
-from core.device import resolve_device
-from core.errors import CancelCheck
-from core.extraction import extract_isolated
-from core.feature_cache import FeatureCache
-from core.features import Progress, default_workers
-from core.isolation import ChildLimits
-from core.markers import MarkerValue, Protocol, compute_markers
-from core.zoo.loader import ModelInfo
-from core.zoo.refs import AnyModelRef, CheckpointRef
-from core.zoo.weights import sha256_file
+from zootriage.core.data.archives import ArchiveLimits
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import AnyDatasetRef, Sampling
+from zootriage.core.data.sampling import sample
+from zootriage.core.device import resolve_device
+from zootriage.core.errors import CancelCheck
+from zootriage.core.extraction import extract_isolated
+from zootriage.core.feature_cache import FeatureCache
+from zootriage.core.features import Progress, default_workers
+from zootriage.core.isolation import ChildLimits
+from zootriage.core.markers import MarkerValue, Protocol, compute_markers
+from zootriage.core.zoo.loader import ModelInfo
+from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef
+from zootriage.core.zoo.weights import sha256_file
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 EXTRACTION_VERSION = 1  # bump when a change to extraction changes the features it produces

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from core.confine import emit
+from zootriage.core.confine import emit
 
 LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.data.open import open_dataset
-from core.data.refs import Sampling, parse_dataset_ref
-from core.data.sampling import sample
-from core.device import resolve_device
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import Sampling, parse_dataset_ref
+from zootriage.core.data.sampling import sample
+from zootriage.core.device import resolve_device
 
 MEAN, STD = 0.1307, 0.3081
 

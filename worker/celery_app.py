@@ -12,13 +12,13 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
 
-from app.queue import celery_config
-from app.settings import get_settings
-from core.isolation import isolation
-from worker.gpus import prepare_pool_child, process_count
+from zootriage.app.queue import celery_config
+from zootriage.app.settings import get_settings
+from zootriage.core.isolation import isolation
+from zootriage.worker.gpus import prepare_pool_child, process_count
 
 settings = get_settings()
-celery_app = Celery("zootriage", include=["worker.tasks"])
+celery_app = Celery("zootriage", include=["zootriage.worker.tasks"])
 celery_app.conf.update(celery_config(settings))
 celery_app.conf.update(worker_concurrency=process_count(settings))
 

@@ -16,9 +16,9 @@ import subprocess
 import torch
 from billiard.process import current_process
 
-from app.settings import Settings
-from core.features import default_workers
-from core.threads import thread_budget
+from zootriage.app.settings import Settings
+from zootriage.core.features import default_workers
+from zootriage.core.threads import thread_budget
 
 
 def gpu_count(settings: Settings) -> int:

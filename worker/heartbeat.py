@@ -17,8 +17,8 @@ from types import TracebackType
 
 from sqlalchemy import update
 
-from app.db.models import Job, JobStatus
-from app.db.session import session_scope
+from zootriage.app.db.models import Job, JobStatus
+from zootriage.app.db.session import session_scope
 
 log = logging.getLogger(__name__)
 

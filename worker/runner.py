@@ -22,19 +22,19 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.models import ACTIVE_STATUSES, Checkpoint, Job, JobStatus, Marker, Run, RunTag
-from app.db.run_key import reusable_by_request, run_key
-from app.db.session import session_scope
-from app.references import local_model, parse_request
-from app.settings import Settings
-from app.storage import feature_cache
-from core.device import resolve_device
-from core.isolation import ChildLimits
-from core.markers import list_markers
-from core.scoring import EXTRACTION_VERSION, ScoreResult, score
-from core.zoo.loader import PROGRAM
-from worker.messages import public_message
-from worker.progress import ProgressWriter
+from zootriage.app.db.models import ACTIVE_STATUSES, Checkpoint, Job, JobStatus, Marker, Run, RunTag
+from zootriage.app.db.run_key import reusable_by_request, run_key
+from zootriage.app.db.session import session_scope
+from zootriage.app.references import local_model, parse_request
+from zootriage.app.settings import Settings
+from zootriage.app.storage import feature_cache
+from zootriage.core.device import resolve_device
+from zootriage.core.isolation import ChildLimits
+from zootriage.core.markers import list_markers
+from zootriage.core.scoring import EXTRACTION_VERSION, ScoreResult, score
+from zootriage.core.zoo.loader import PROGRAM
+from zootriage.worker.messages import public_message
+from zootriage.worker.progress import ProgressWriter
 
 log = logging.getLogger(__name__)
 CODE_VERSION = f"zootriage {package_version('zootriage')} extraction v{EXTRACTION_VERSION}"

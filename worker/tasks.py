@@ -23,13 +23,13 @@ from celery.exceptions import SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from app.queue import SCORE_TASK
-from app.settings import get_settings
-from core.errors import Cancelled, ZooError
-from worker.celery_app import celery_app
-from worker.heartbeat import Heartbeat
-from worker.messages import internal_error_message
-from worker.runner import JobNotVisible, claim, compute, fail, store
+from zootriage.app.queue import SCORE_TASK
+from zootriage.app.settings import get_settings
+from zootriage.core.errors import Cancelled, ZooError
+from zootriage.worker.celery_app import celery_app
+from zootriage.worker.heartbeat import Heartbeat
+from zootriage.worker.messages import internal_error_message
+from zootriage.worker.runner import JobNotVisible, claim, compute, fail, store
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from app.api.deps import AdminAccess, SessionDep, SettingsDep
-from app.api.errors import ApiError, responses
-from app.api_keys import UnknownApiKey, create_api_key, list_api_keys, revoke_api_key
-from app.db.paging import split_page
-from app.schemas.api_keys import ApiKeyCreated, ApiKeyOut, ApiKeyPage, ApiKeyRequest
+from zootriage.app.api.deps import AdminAccess, SessionDep, SettingsDep
+from zootriage.app.api.errors import ApiError, responses
+from zootriage.app.api_keys import UnknownApiKey, create_api_key, list_api_keys, revoke_api_key
+from zootriage.app.db.paging import split_page
+from zootriage.app.schemas.api_keys import ApiKeyCreated, ApiKeyOut, ApiKeyPage, ApiKeyRequest
 
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"])
 KeyId = Annotated[int, Path(ge=1, le=2**62)]

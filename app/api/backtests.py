@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.api.deps import SessionDep
-from app.api.errors import responses
-from app.schemas.backtests import BacktestOut, BacktestRequest
-from app.services import backtests as backtest_service
+from zootriage.app.api.deps import SessionDep
+from zootriage.app.api.errors import responses
+from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
+from zootriage.app.services import backtests as backtest_service
 
 router = APIRouter(prefix="/v1/backtests", tags=["backtests"])
 

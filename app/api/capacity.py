@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 
 from anyio import to_thread
 
-from app.api.errors import ApiError
+from zootriage.app.api.errors import ApiError
 
 
 class DbSlots:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import ApiError, responses
-from app.schemas.checkpoints import CheckpointOut
-from app.services import checkpoints as checkpoint_service
-from app.services.uploads import receive_file
+from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
+from zootriage.app.api.errors import ApiError, responses
+from zootriage.app.schemas.checkpoints import CheckpointOut
+from zootriage.app.services import checkpoints as checkpoint_service
+from zootriage.app.services.uploads import receive_file
 
 router = APIRouter(prefix="/v1/checkpoints", tags=["checkpoints"])
 

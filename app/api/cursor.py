@@ -18,8 +18,8 @@ from typing import Annotated
 
 from fastapi import Query
 
-from app.api.errors import ApiError
-from app.db.paging import CREATED, PageKey
+from zootriage.app.api.errors import ApiError
+from zootriage.app.db.paging import CREATED, PageKey
 
 PAGE_SIZE_MAX = 1000
 CURSOR_MAX = 512  # the tokens we issue are well under 300 characters

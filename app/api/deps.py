@@ -9,12 +9,12 @@ from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader
 from sqlalchemy.orm import Session
 
-from app.access import Rule, metrics_rule, read_rule, write_rule
-from app.api.capacity import DbSlots
-from app.api.errors import ApiError
-from app.api_keys import Caller, Scope, authenticate, keys_configured
-from app.db.session import get_sessionmaker
-from app.settings import Settings
+from zootriage.app.access import Rule, metrics_rule, read_rule, write_rule
+from zootriage.app.api.capacity import DbSlots
+from zootriage.app.api.errors import ApiError
+from zootriage.app.api_keys import Caller, Scope, authenticate, keys_configured
+from zootriage.app.db.session import get_sessionmaker
+from zootriage.app.settings import Settings
 
 
 async def app_settings(request: Request) -> Settings:

@@ -19,11 +19,11 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api.request_id import HEADER as REQUEST_ID_HEADER
-from app.api.request_id import current_request_id
-from app.schemas.errors import ErrorBody
-from app.services.errors import ServiceError
-from core.errors import ZooError
+from zootriage.app.api.request_id import HEADER as REQUEST_ID_HEADER
+from zootriage.app.api.request_id import current_request_id
+from zootriage.app.schemas.errors import ErrorBody
+from zootriage.app.services.errors import ServiceError
+from zootriage.core.errors import ZooError
 
 log = logging.getLogger(__name__)
 

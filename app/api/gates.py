@@ -11,12 +11,12 @@ import uuid
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
-from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import responses
-from app.db.paging import CREATED
-from app.schemas.triage import GateOut, GatePage, GateRequest, Pending
-from app.services import gates as gate_service
+from zootriage.app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
+from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
+from zootriage.app.api.errors import responses
+from zootriage.app.db.paging import CREATED
+from zootriage.app.schemas.triage import GateOut, GatePage, GateRequest, Pending
+from zootriage.app.services import gates as gate_service
 
 router = APIRouter(prefix="/v1/gates", tags=["gates"])
 

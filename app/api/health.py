@@ -15,11 +15,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from app.api.deps import SettingsDep
-from app.db.session import get_engine, get_sessionmaker
-from app.queue import broker_reachable
-from app.services.reaper import ReaperState, overdue
-from app.settings import Settings
+from zootriage.app.api.deps import SettingsDep
+from zootriage.app.db.session import get_engine, get_sessionmaker
+from zootriage.app.queue import broker_reachable
+from zootriage.app.services.reaper import ReaperState, overdue
+from zootriage.app.settings import Settings
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)

@@ -8,12 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
-from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import responses
-from app.schemas.jobs import JobOut, JobRequest
-from app.schemas.runs import RunDetail
-from app.services import jobs as job_service
-from app.services import runs as run_service
+from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
+from zootriage.app.api.errors import responses
+from zootriage.app.schemas.jobs import JobOut, JobRequest
+from zootriage.app.schemas.runs import RunDetail
+from zootriage.app.services import jobs as job_service
+from zootriage.app.services import runs as run_service
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import responses
-from app.schemas.triage import Pending, RankingOut, RankingRequest
-from app.services import rankings as ranking_service
+from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
+from zootriage.app.api.errors import responses
+from zootriage.app.schemas.triage import Pending, RankingOut, RankingRequest
+from zootriage.app.services import rankings as ranking_service
 
 router = APIRouter(prefix="/v1/rankings", tags=["rankings"])
 

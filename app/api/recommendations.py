@@ -13,14 +13,14 @@ from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from app.api.cursor import PageLimit
-from app.api.deps import SessionDep, SettingsDep, WriteAccess
-from app.api.errors import ApiError, responses
-from app.schemas.triage import Pending, Recommendation, RecommendationPage
-from app.services import recommendations as recommendation_service
-from app.services import triage as triage_service
-from core.data.refs import Classes, PerClass, Sampling, Split, parse_dataset_ref
-from core.protocol import NT, Points, Protocol, Repeats, Seed
+from zootriage.app.api.cursor import PageLimit
+from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
+from zootriage.app.api.errors import ApiError, responses
+from zootriage.app.schemas.triage import Pending, Recommendation, RecommendationPage
+from zootriage.app.services import recommendations as recommendation_service
+from zootriage.app.services import triage as triage_service
+from zootriage.core.data.refs import Classes, PerClass, Sampling, Split, parse_dataset_ref
+from zootriage.core.protocol import NT, Points, Protocol, Repeats, Seed
 
 router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
 

@@ -10,13 +10,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
-from app.api.deps import SessionDep, SettingsDep
-from app.api.errors import responses
-from app.db.paging import CREATED
-from app.db.run_queries import RunFilter
-from app.schemas.runs import RunDetail, RunPage
-from app.services import runs as run_service
+from zootriage.app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
+from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.api.errors import responses
+from zootriage.app.db.paging import CREATED
+from zootriage.app.db.run_queries import RunFilter
+from zootriage.app.schemas.runs import RunDetail, RunPage
+from zootriage.app.services import runs as run_service
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import api_keys, backtest, browse, client, export, score, service, study, study2
-from app.cli.extras import extra_for
+from zootriage.app.cli import api_keys, backtest, browse, client, export, score, service, study, study2
+from zootriage.app.cli.extras import extra_for
 
 app = typer.Typer(
     name="zootriage", help="Model-zoo triage by representational geometry.", no_args_is_help=True

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.scopes import DEFAULT_SCOPES, Scope
+from zootriage.app.scopes import DEFAULT_SCOPES, Scope
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -32,8 +32,8 @@ def _database() -> Iterator[Session]:
     """One transaction on the settings' database; unreachable is a message and exit code 2."""
     from sqlalchemy.exc import OperationalError
 
-    from app.db.session import session_scope
-    from app.settings import get_settings
+    from zootriage.app.db.session import session_scope
+    from zootriage.app.settings import get_settings
 
     try:
         with session_scope(get_settings().effective_database_url) as session:
@@ -62,7 +62,7 @@ def create(
     ] = True,
 ) -> None:
     """Create a key; it is printed once, only its hash is kept."""
-    from app.api_keys import create_api_key, hash_key, new_key
+    from zootriage.app.api_keys import create_api_key, hash_key, new_key
 
     if not store:
         if scope:
@@ -80,7 +80,7 @@ def create(
 @keys_app.command("list")
 def list_keys() -> None:
     """Every key: id, name, scopes, created, last used, revoked (never the secret)."""
-    from app.api_keys import list_api_keys
+    from zootriage.app.api_keys import list_api_keys
 
     typer.echo(f"{'id':>5}  {'name':<24} {'scopes':<18} {'created':<19}  {'last used':<19}  revoked")
     with _database() as session:
@@ -99,7 +99,7 @@ def revoke(
     key_id: Annotated[int, typer.Argument(min=1, max=2**62, help="the key's id (see `api-keys list`)")],
 ) -> None:
     """Revoke a key: every request with it is refused from now on."""
-    from app.api_keys import UnknownApiKey, revoke_api_key
+    from zootriage.app.api_keys import UnknownApiKey, revoke_api_key
 
     with _database() as session:
         try:

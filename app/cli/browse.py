@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from app.cli.client import (
+from zootriage.app.cli.client import (
     DEFAULT_URL,
     GATE_RESULT,
     ApiKey,
@@ -29,7 +29,7 @@ from app.cli.client import (
     err,
     out,
 )
-from app.cli.tables import Column, fitted_table
+from zootriage.app.cli.tables import Column, fitted_table
 
 HISTORY_MARKERS = ("dimension", "utilization", "id_accuracy", "logme")
 

@@ -85,7 +85,7 @@ def _fail(message: str) -> NoReturn:
 @contextmanager
 def _errors_exit() -> Iterator[None]:
     """Every expected failure becomes one line on stderr and exit status 2."""
-    from core.errors import ZooError
+    from zootriage.core.errors import ZooError
 
     try:
         yield
@@ -131,7 +131,7 @@ class Client:
 def model_json(client: Client, text: str, **labels: str | None) -> dict[str, Any]:
     """A model reference string as the API's JSON; a checkpoint naming a local file is uploaded first
     (with ``labels`` as its form fields). ``run:ID`` names a stored run (gates only)."""
-    from core.zoo.refs import CheckpointRef, parse_model_ref
+    from zootriage.core.zoo.refs import CheckpointRef, parse_model_ref
 
     if text.startswith("run:"):
         return {"source": "run", "id": text.removeprefix("run:")}
@@ -168,7 +168,7 @@ class Scoring:
     repeats: int | None
 
     def body(self) -> dict[str, Any]:
-        from core.data.refs import parse_dataset_ref
+        from zootriage.core.data.refs import parse_dataset_ref
 
         sampling = {
             "classes": self.classes,

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from app.labels import BadLabel, check_name
+from zootriage.app.labels import BadLabel, check_name
 
 BAD_INPUT = 2
 err = Console(stderr=True)
@@ -68,12 +68,12 @@ def export(
     architecture: Annotated[str | None, typer.Option(help="default: the module's class name")] = None,
 ) -> None:
     """Export MODULE:FACTORY with --weights as a .pt2 that carries its preprocessing and label space."""
-    from core.errors import ZooError
-    from core.zoo.exporting import export_program
-    from core.zoo.preprocess import PRESETS, Preprocess
-    from core.zoo.program_metadata import ProgramMetadata
-    from core.zoo.state_dicts import load_strict
-    from core.zoo.weights import read_state_dict
+    from zootriage.core.errors import ZooError
+    from zootriage.core.zoo.exporting import export_program
+    from zootriage.core.zoo.preprocess import PRESETS, Preprocess
+    from zootriage.core.zoo.program_metadata import ProgramMetadata
+    from zootriage.core.zoo.state_dicts import load_strict
+    from zootriage.core.zoo.weights import read_state_dict
 
     if (preprocess is None) == (preset is None):
         raise _fail("give exactly one of --preprocess JSON and --preset (imagenet, mnist)")

@@ -23,8 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from core.protocol import Centering
-    from core.scoring import ScoreResult
+    from zootriage.core.protocol import Centering
+    from zootriage.core.scoring import ScoreResult
 
 BAD_INPUT = 2
 MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 or a JSON object"
@@ -65,11 +65,11 @@ def score(
     """Extract features with the model's own preprocessing and print every marker."""
     if not download:
         os.environ["HF_HUB_OFFLINE"] = "1"
-    from core.data.refs import Sampling, parse_dataset_ref
-    from core.errors import ZooError
-    from core.markers import Protocol
-    from core.scoring import score as run_score
-    from core.zoo.refs import parse_model_ref
+    from zootriage.core.data.refs import Sampling, parse_dataset_ref
+    from zootriage.core.errors import ZooError
+    from zootriage.core.markers import Protocol
+    from zootriage.core.scoring import score as run_score
+    from zootriage.core.zoo.refs import parse_model_ref
 
     err = Console(stderr=True)
     try:
@@ -109,7 +109,7 @@ def score(
 
 
 def _missing_timm(exc: Exception, download: bool) -> bool:
-    from core.errors import WeightsNotAvailable
+    from zootriage.core.errors import WeightsNotAvailable
 
     return isinstance(exc, WeightsNotAvailable) and not download and "timm" in str(exc)
 

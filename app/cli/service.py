@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from app.settings import Settings
+    from zootriage.app.settings import Settings
 
 HostOption = Annotated[
     str | None, typer.Option(help="interface to bind [default: ZOOTRIAGE_HOST or 127.0.0.1]")
@@ -26,8 +26,8 @@ def _bound_settings(host: str | None, port: int | None) -> Settings:
     server that would be open to the network stops here with the policy's message (exit code 2)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from app.access import UnsafeBind, check_bind
-    from app.settings import get_settings
+    from zootriage.app.access import UnsafeBind, check_bind
+    from zootriage.app.settings import get_settings
 
     for name, value in (("ZOOTRIAGE_HOST", host), ("ZOOTRIAGE_PORT", port)):
         if value is not None:
@@ -47,8 +47,8 @@ def _bound_settings(host: str | None, port: int | None) -> Settings:
 
 def migrate() -> None:
     """Create or upgrade the database schema (alembic upgrade head)."""
-    from app.migrate import upgrade_to_head
-    from app.settings import get_settings
+    from zootriage.app.migrate import upgrade_to_head
+    from zootriage.app.settings import get_settings
 
     upgrade_to_head(get_settings().effective_database_url)
     typer.echo("database is at the latest schema")
@@ -72,7 +72,7 @@ def serve(
     # No ``limit_concurrency``: uvicorn's own 503 has no Retry-After; the app admits requests itself
     # (app.api.capacity) and the default backlog (2048) holds a burst of connections meanwhile.
     uvicorn.run(
-        "app.main:create_app",
+        "zootriage.app.main:create_app",
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -86,7 +86,7 @@ def worker(
     loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO",
 ) -> None:
     """Run a scoring worker (Celery) consuming ZOOTRIAGE_BROKER_URL."""
-    from worker.celery_app import celery_app
+    from zootriage.worker.celery_app import celery_app
 
     argv = ["worker", f"--loglevel={loglevel}"]
     if concurrency is not None:
@@ -96,7 +96,7 @@ def worker(
 
 def up(host: HostOption = None, port: PortOption = None) -> None:
     """API and a worker together on the embedded default (SQLite, filesystem broker): no servers needed."""
-    from app.embedded import run_embedded
+    from zootriage.app.embedded import run_embedded
 
     migrate()  # before the policy looks for keys in a database that may be new
     run_embedded(_bound_settings(host, port))

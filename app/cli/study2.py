@@ -56,11 +56,11 @@ def study2(
     ] = None,
 ) -> None:
     """The pre-registered back-test: does ID geometry predict class-level transfer?"""
-    from core.backtest.config import load_config
-    from core.backtest.report import write_report
-    from core.backtest.results import build_results
-    from core.backtest.run import run_study
-    from core.backtest.run import time_only as time_grid
+    from zootriage.core.backtest.config import load_config
+    from zootriage.core.backtest.report import write_report
+    from zootriage.core.backtest.results import build_results
+    from zootriage.core.backtest.run import run_study
+    from zootriage.core.backtest.run import time_only as time_grid
 
     err = Console(stderr=True)
     try:

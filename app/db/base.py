@@ -9,7 +9,7 @@ from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, MetaData, T
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase
 
-from core.protocol import Protocol
+from zootriage.core.protocol import Protocol
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db.models import Checkpoint
+from zootriage.app.db.models import Checkpoint
 
 
 def stored_checkpoint(session: Session, sha256: str) -> Checkpoint | None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
+from zootriage.app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
 
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
 

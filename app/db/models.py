@@ -26,9 +26,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, BigId, JsonDoc, UtcDateTime
-from app.labels import NAME_CHARS, TAG_KEY_CHARS, TAG_VALUE_CHARS
-from core.protocol import Protocol
+from zootriage.app.db.base import Base, BigId, JsonDoc, UtcDateTime
+from zootriage.app.labels import NAME_CHARS, TAG_KEY_CHARS, TAG_VALUE_CHARS
+from zootriage.core.protocol import Protocol
 
 
 def utcnow() -> datetime:

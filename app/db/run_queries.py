@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import Select, and_, select
 from sqlalchemy.orm import Session, aliased
 
-from app.db.models import Checkpoint, Job, Marker, Run, RunTag
-from app.db.paging import CREATED, PageKey, rows_after, split_page
+from zootriage.app.db.models import Checkpoint, Job, Marker, Run, RunTag
+from zootriage.app.db.paging import CREATED, PageKey, rows_after, split_page
 
 
 @dataclass(frozen=True)

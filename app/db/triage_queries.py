@@ -12,8 +12,8 @@ from collections.abc import Collection
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db.models import Gate, Run
-from app.db.paging import PageKey, rows_after, split_page
+from zootriage.app.db.models import Gate, Run
+from zootriage.app.db.paging import PageKey, rows_after, split_page
 
 
 def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> dict[str, Run]:

@@ -7,9 +7,9 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from app.db import models  # noqa: F401  (registers the tables on Base.metadata)
-from app.db.base import Base
-from app.settings import Settings
+from zootriage.app.db import models  # noqa: F401  (registers the tables on Base.metadata)
+from zootriage.app.db.base import Base
+from zootriage.app.settings import Settings
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):

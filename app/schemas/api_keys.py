@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api_keys import DEFAULT_SCOPES, Scope
+from zootriage.app.api_keys import DEFAULT_SCOPES, Scope
 
 
 class ApiKeyRequest(BaseModel):

@@ -7,7 +7,7 @@ import uuid
 
 from pydantic import BaseModel, Field, field_validator
 
-from core.protocol import Seed
+from zootriage.core.protocol import Seed
 
 MAX_RUNS = 5000
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.db.models import Checkpoint
-from app.references import CANONICAL_SUFFIX
+from zootriage.app.db.models import Checkpoint
+from zootriage.app.references import CANONICAL_SUFFIX
 
 
 class CheckpointOut(BaseModel):

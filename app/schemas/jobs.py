@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.labels import Name, Tags
-from core.data.refs import DatasetRef, Sampling
-from core.protocol import Protocol
-from core.zoo.refs import ModelRef
+from zootriage.app.labels import Name, Tags
+from zootriage.core.data.refs import DatasetRef, Sampling
+from zootriage.core.protocol import Protocol
+from zootriage.core.zoo.refs import ModelRef
 
 
 class JobRequest(BaseModel):

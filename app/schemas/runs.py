@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from app.db.models import Run
-from app.labels import run_label, warnings_of
-from core.protocol import Protocol
+from zootriage.app.db.models import Run
+from zootriage.app.labels import run_label, warnings_of
+from zootriage.core.protocol import Protocol
 
 
 class MarkerOut(BaseModel):

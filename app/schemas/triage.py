@@ -12,13 +12,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.db.models import Gate
-from app.labels import Name, Tags
-from app.schemas.jobs import JobOut
-from core.data.refs import DatasetRef, Sampling
-from core.noise import TEST
-from core.protocol import Protocol
-from core.zoo.refs import AnyModelRef, ModelRef
+from zootriage.app.db.models import Gate
+from zootriage.app.labels import Name, Tags
+from zootriage.app.schemas.jobs import JobOut
+from zootriage.core.data.refs import DatasetRef, Sampling
+from zootriage.core.noise import TEST
+from zootriage.core.protocol import Protocol
+from zootriage.core.zoo.refs import AnyModelRef, ModelRef
 
 MAX_CANDIDATES = 32
 MAX_RULES = 50

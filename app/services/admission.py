@@ -12,18 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.db.run_key import request_key, reusable_by_request
-from app.references import upload_file
-from app.schemas.jobs import JobRequest
-from app.settings import Settings
-from core.data.archives import ArchiveLimits
-from core.data.checks import check_dataset
-from core.data.refs import PER_CLASS_MAX, Sampling
-from core.errors import ZooError
-from core.glue_cost import glue_seconds
-from core.protocol import Protocol
-from core.zoo.checks import canonical_model
-from core.zoo.refs import CheckpointRef
+from zootriage.app.db.run_key import request_key, reusable_by_request
+from zootriage.app.references import upload_file
+from zootriage.app.schemas.jobs import JobRequest
+from zootriage.app.settings import Settings
+from zootriage.core.data.archives import ArchiveLimits
+from zootriage.core.data.checks import check_dataset
+from zootriage.core.data.refs import PER_CLASS_MAX, Sampling
+from zootriage.core.errors import ZooError
+from zootriage.core.glue_cost import glue_seconds
+from zootriage.core.protocol import Protocol
+from zootriage.core.zoo.checks import canonical_model
+from zootriage.core.zoo.refs import CheckpointRef
 
 
 class TooExpensive(ZooError):

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 
 from sqlalchemy.orm import Session
 
-from app.db.run_queries import RunWithMarkers, runs_with_markers
-from app.schemas.backtests import BacktestOut, BacktestRequest
-from app.services.errors import ServiceError
-from core.validate.stats import Record, backtest
+from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
+from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
+from zootriage.app.services.errors import ServiceError
+from zootriage.core.validate.stats import Record, backtest
 
 SHOWN_MISSING = 10
 

@@ -17,16 +17,16 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.db.checkpoint_queries import save_checkpoint, stored_checkpoint
-from app.db.models import Checkpoint
-from app.labels import BadLabel, check_name, parse_tags
-from app.references import CANONICAL_SUFFIX, FORMATS, stored_path
-from app.schemas.checkpoints import CheckpointOut
-from app.services.errors import ServiceError
-from app.services.uploads import ReceivedFile
-from core.zoo.archive_check import check_file, program_extra
-from core.zoo.preprocess import Preprocess
-from core.zoo.program_metadata import LABEL_SPACE, METADATA_FILE, ProgramMetadata, parse_metadata
+from zootriage.app.db.checkpoint_queries import save_checkpoint, stored_checkpoint
+from zootriage.app.db.models import Checkpoint
+from zootriage.app.labels import BadLabel, check_name, parse_tags
+from zootriage.app.references import CANONICAL_SUFFIX, FORMATS, stored_path
+from zootriage.app.schemas.checkpoints import CheckpointOut
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.uploads import ReceivedFile
+from zootriage.core.zoo.archive_check import check_file, program_extra
+from zootriage.core.zoo.preprocess import Preprocess
+from zootriage.core.zoo.program_metadata import LABEL_SPACE, METADATA_FILE, ProgramMetadata, parse_metadata
 
 LIBRARIES = ("torchvision", "timm")
 

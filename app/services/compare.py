@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.db.models import Run
-from app.db.run_queries import runs_with_markers
-from app.services.errors import ServiceError
-from app.services.runs import known_marker
-from app.services.triage import record_of
-from core.markers import list_markers
-from core.noise import Estimate, compare
-from core.triage import MarkerRecord
+from zootriage.app.db.models import Run
+from zootriage.app.db.run_queries import runs_with_markers
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.runs import known_marker
+from zootriage.app.services.triage import record_of
+from zootriage.core.markers import list_markers
+from zootriage.core.noise import Estimate, compare
+from zootriage.core.triage import MarkerRecord
 
 
 @dataclass(frozen=True)

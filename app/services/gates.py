@@ -7,18 +7,18 @@ import uuid
 
 from sqlalchemy.orm import Session
 
-from app.db.models import Gate, Run
-from app.db.paging import PageKey
-from app.db.run_queries import markers_of, run_by_id
-from app.db.triage_queries import gate_by_id, list_gates, save_gate
-from app.schemas.triage import (
+from zootriage.app.db.models import Gate, Run
+from zootriage.app.db.paging import PageKey
+from zootriage.app.db.run_queries import markers_of, run_by_id
+from zootriage.app.db.triage_queries import gate_by_id, list_gates, save_gate
+from zootriage.app.schemas.triage import (
     GateOut,
     GateRequest,
     Pending,
     StoredRun,
 )
-from app.services.errors import ServiceError
-from app.services.triage import (
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.triage import (
     ScoringPlan,
     Wanted,
     display_labels,
@@ -26,10 +26,10 @@ from app.services.triage import (
     record_of,
     wanted,
 )
-from app.settings import Settings
-from core.evidence import rule_key, statement
-from core.markers import list_markers
-from core.triage import (
+from zootriage.app.settings import Settings
+from zootriage.core.evidence import rule_key, statement
+from zootriage.core.markers import list_markers
+from zootriage.core.triage import (
     RuleError,
     UnknownMetric,
     evaluate_gate,

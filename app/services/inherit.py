@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.db.checkpoint_queries import stored_checkpoint
-from app.db.models import Checkpoint
-from app.schemas.jobs import JobRequest
-from core.zoo.preprocess import Preprocess
-from core.zoo.refs import CheckpointRef
+from zootriage.app.db.checkpoint_queries import stored_checkpoint
+from zootriage.app.db.models import Checkpoint
+from zootriage.app.schemas.jobs import JobRequest
+from zootriage.core.zoo.preprocess import Preprocess
+from zootriage.core.zoo.refs import CheckpointRef
 
 
 @dataclass(frozen=True)

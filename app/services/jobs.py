@@ -21,22 +21,22 @@ from dataclasses import dataclass
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db import job_queries
-from app.db.job_queries import (
+from zootriage.app.db import job_queries
+from zootriage.app.db.job_queries import (
     active_job,
     job_by_id,
     job_by_idempotency_key,
     mark_cancelled,
     newest_run_of_request,
 )
-from app.db.models import Job, JobStatus, Run
-from app.db.run_key import canonical_json
-from app.queue import enqueue_score, revoke
-from app.schemas.jobs import JobRequest
-from app.services.admission import Admitted, admit
-from app.services.errors import ServiceError
-from app.services.inherit import inherit
-from app.settings import Settings
+from zootriage.app.db.models import Job, JobStatus, Run
+from zootriage.app.db.run_key import canonical_json
+from zootriage.app.queue import enqueue_score, revoke
+from zootriage.app.schemas.jobs import JobRequest
+from zootriage.app.services.admission import Admitted, admit
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.inherit import inherit
+from zootriage.app.settings import Settings
 
 
 @dataclass(frozen=True)

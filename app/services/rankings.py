@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.labels import reference_of, warnings_of
-from app.schemas.triage import (
+from zootriage.app.labels import reference_of, warnings_of
+from zootriage.app.schemas.triage import (
     Pending,
     RankedOut,
     RankingOut,
     RankingRequest,
 )
-from app.services.errors import ServiceError
-from app.services.triage import (
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.triage import (
     ScoringPlan,
     Wanted,
     display_labels,
@@ -22,8 +22,8 @@ from app.services.triage import (
     triage_rule,
     wanted,
 )
-from app.settings import Settings
-from core.triage import (
+from zootriage.app.settings import Settings
+from zootriage.core.triage import (
     rank,
 )
 

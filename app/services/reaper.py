@@ -41,10 +41,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from app.db.models import Job, JobStatus
-from app.db.session import session_scope
-from app.queue import enqueue_score
-from app.settings import Settings
+from zootriage.app.db.models import Job, JobStatus
+from zootriage.app.db.session import session_scope
+from zootriage.app.queue import enqueue_score
+from zootriage.app.settings import Settings
 
 log = logging.getLogger(__name__)
 BATCH = 100

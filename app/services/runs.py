@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.db.models import Job, Marker, Run
-from app.db.paging import CREATED, PageKey
-from app.db.run_queries import (
+from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.paging import CREATED, PageKey
+from zootriage.app.db.run_queries import (
     RunFilter,
     latest_job_of,
     list_runs,
@@ -25,11 +25,11 @@ from app.db.run_queries import (
     run_with_markers,
     upload_filenames,
 )
-from app.db.session import get_sessionmaker
-from app.labels import BadLabel, parse_tag
-from app.schemas.runs import RunDetail, RunSummary
-from app.services.errors import ServiceError
-from core.markers import list_markers
+from zootriage.app.db.session import get_sessionmaker
+from zootriage.app.labels import BadLabel, parse_tag
+from zootriage.app.schemas.runs import RunDetail, RunSummary
+from zootriage.app.services.errors import ServiceError
+from zootriage.core.markers import list_markers
 
 CSV_BATCH = 500
 

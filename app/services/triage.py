@@ -18,30 +18,30 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from app.db.models import Job, Marker, Run
-from app.db.run_queries import markers_of, upload_filenames
-from app.labels import run_label, stored_reference
-from app.schemas.jobs import JobOut, JobRequest
-from app.schemas.triage import (
+from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.run_queries import markers_of, upload_filenames
+from zootriage.app.labels import run_label, stored_reference
+from zootriage.app.schemas.jobs import JobOut, JobRequest
+from zootriage.app.schemas.triage import (
     MarkerStat,
     NamedModel,
     Pending,
     RuleUsed,
 )
-from app.services import jobs as job_service
-from app.services.errors import ServiceError
-from app.settings import Settings
-from core.data.refs import AnyDatasetRef, Sampling
-from core.evidence import evidence_for, rule_key, statement
-from core.noise import TEST
-from core.protocol import Protocol
-from core.triage import (
+from zootriage.app.services import jobs as job_service
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.settings import Settings
+from zootriage.core.data.refs import AnyDatasetRef, Sampling
+from zootriage.core.evidence import evidence_for, rule_key, statement
+from zootriage.core.noise import TEST
+from zootriage.core.protocol import Protocol
+from zootriage.core.triage import (
     MarkerRecord,
     Rule,
     UnknownRule,
     make_rule,
 )
-from core.zoo.refs import AnyModelRef
+from zootriage.core.zoo.refs import AnyModelRef
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from app.services.errors import ServiceError
+from zootriage.app.services.errors import ServiceError
 
 MAX_FIELD_BYTES = 4096
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from app.settings import Settings
-from core.feature_cache import FeatureCache
-from core.storage import LocalStore, Store
+from zootriage.app.settings import Settings
+from zootriage.core.feature_cache import FeatureCache
+from zootriage.core.storage import LocalStore, Store
 
 __all__ = ["feature_cache", "open_store"]
 
@@ -27,7 +27,7 @@ def open_store(url: str | None, default_root: Path) -> Store:
     if parsed.scheme == "s3":
         if not parsed.netloc:
             raise ValueError(f"storage URL {url!r} names no bucket")
-        from app.storage.s3 import S3Store
+        from zootriage.app.storage.s3 import S3Store
 
         query = parse_qs(parsed.query)
         return S3Store(

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.storage.base import NotFound, StorageError, Store, addressed_sha256, check_key, verify
+from zootriage.core.storage.base import NotFound, StorageError, Store, addressed_sha256, check_key, verify
 
 
 class S3Store(Store):

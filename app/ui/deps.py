@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import Depends, Request
 
-from app.api.deps import SessionDep, SettingsDep
-from app.ui.session import check_read
+from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.ui.session import check_read
 
 
 def page_read(request: Request, session: SessionDep, settings: SettingsDep) -> None:

@@ -12,14 +12,14 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from app.api.checkpoints import upload_checkpoint
-from app.api.deps import SessionDep, SettingsDep
-from app.schemas.jobs import JobRequest
-from app.services import jobs as job_service
-from app.services.errors import ServiceError
-from app.ui.session import check_write
-from app.ui.templating import render
-from core.errors import ZooError
+from zootriage.app.api.checkpoints import upload_checkpoint
+from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.schemas.jobs import JobRequest
+from zootriage.app.services import jobs as job_service
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.ui.session import check_write
+from zootriage.app.ui.templating import render
+from zootriage.core.errors import ZooError
 
 router = APIRouter(prefix="/ui")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import SessionDep, SettingsDep
-from app.api_keys import authenticate
-from app.services.errors import ServiceError
-from app.ui.session import KEY_COOKIE, KEY_MAX, check_csrf
-from app.ui.templating import render
+from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.api_keys import authenticate
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.ui.session import KEY_COOKIE, KEY_MAX, check_csrf
+from zootriage.app.ui.templating import render
 
 router = APIRouter()
 

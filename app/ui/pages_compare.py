@@ -12,13 +12,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.deps import SessionDep
-from app.api.runs import MARKER_NAME
-from app.services.compare import compare_runs
-from app.services.errors import ServiceError
-from app.ui.plots import marker_scatter
-from app.ui.templating import render
-from core.markers import list_markers
+from zootriage.app.api.deps import SessionDep
+from zootriage.app.api.runs import MARKER_NAME
+from zootriage.app.services.compare import compare_runs
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.ui.plots import marker_scatter
+from zootriage.app.ui.templating import render
+from zootriage.core.markers import list_markers
 
 router = APIRouter()
 

@@ -8,12 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.cursor import CURSOR_MAX, decode_cursor, encode_cursor
-from app.api.deps import SessionDep
-from app.db.paging import CREATED
-from app.services import gates as gate_service
-from app.services.errors import ServiceError
-from app.ui.templating import render
+from zootriage.app.api.cursor import CURSOR_MAX, decode_cursor, encode_cursor
+from zootriage.app.api.deps import SessionDep
+from zootriage.app.db.paging import CREATED
+from zootriage.app.services import gates as gate_service
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.ui.templating import render
 
 router = APIRouter()
 PAGE = 50

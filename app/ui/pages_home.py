@@ -7,16 +7,16 @@ import uuid
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.deps import SessionDep, SettingsDep
-from app.db.models import Job
-from app.db.paging import CREATED
-from app.db.run_queries import RunFilter
-from app.services import gates as gate_service
-from app.services import jobs as job_service
-from app.services import runs as run_service
-from app.services.errors import ServiceError
-from app.ui.session import check_write
-from app.ui.templating import render
+from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.db.models import Job
+from zootriage.app.db.paging import CREATED
+from zootriage.app.db.run_queries import RunFilter
+from zootriage.app.services import gates as gate_service
+from zootriage.app.services import jobs as job_service
+from zootriage.app.services import runs as run_service
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.ui.session import check_write
+from zootriage.app.ui.templating import render
 
 router = APIRouter()
 RECENT = 10

@@ -16,7 +16,7 @@ import matplotlib
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 
-from core.noise import Estimate
+from zootriage.core.noise import Estimate
 
 
 def _se(estimate: Estimate) -> float:

@@ -17,10 +17,10 @@ import secrets
 from fastapi import Request
 from sqlalchemy.orm import Session
 
-from app.api.deps import require_read, require_write
-from app.api_keys import Caller, authenticate
-from app.services.errors import ServiceError
-from app.settings import Settings
+from zootriage.app.api.deps import require_read, require_write
+from zootriage.app.api_keys import Caller, authenticate
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.settings import Settings
 
 KEY_COOKIE = "zt_key"
 CSRF_COOKIE = "zt_csrf"

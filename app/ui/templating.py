@@ -10,7 +10,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from app.ui.session import CSRF_COOKIE, csrf_token
+from zootriage.app.ui.session import CSRF_COOKIE, csrf_token
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 

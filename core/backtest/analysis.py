@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from core.backtest.config import StudyConfig, TaskName
-from core.backtest.evidence import RULES, evidence
-from core.backtest.hypotheses import GEOMETRY_RULE, correlation, pairwise, v1_v2
-from core.backtest.measure import PRIMARY, fewshot_name
-from core.backtest.stats import holm
-from core.backtest.tables import Model, accuracy_filter, is_degenerate, kept, recipe_rows
+from zootriage.core.backtest.config import StudyConfig, TaskName
+from zootriage.core.backtest.evidence import RULES, evidence
+from zootriage.core.backtest.hypotheses import GEOMETRY_RULE, correlation, pairwise, v1_v2
+from zootriage.core.backtest.measure import PRIMARY, fewshot_name
+from zootriage.core.backtest.stats import holm
+from zootriage.core.backtest.tables import Model, accuracy_filter, is_degenerate, kept, recipe_rows
 
 TASKS: tuple[TaskName, ...] = ("A", "B")
 HYPOTHESES = {"H1": "dimension", "H2": "utilization"}

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.backtest.nets import ARCHITECTURES
+from zootriage.core.backtest.nets import ARCHITECTURES
 
 TaskName = Literal["A", "B"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.backtest.analysis import TASKS
+from zootriage.core.backtest.analysis import TASKS
 
 PAPER_H4 = (0.73, 0.37)
 

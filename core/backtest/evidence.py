@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.backtest.config import StudyConfig
-from core.backtest.hypotheses import GEOMETRY_RULE, correlation, pairwise
-from core.backtest.tables import ID_ACCURACY, Model, kept, recipe_rows
+from zootriage.core.backtest.config import StudyConfig
+from zootriage.core.backtest.hypotheses import GEOMETRY_RULE, correlation, pairwise
+from zootriage.core.backtest.tables import ID_ACCURACY, Model, kept, recipe_rows
 
 EXPLORATORY = ("radius", "nc1", "participation_ratio", "numerical_rank", "logme", "h_score")
 RULES: dict[str, tuple[str, ...]] = {

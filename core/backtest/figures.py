@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.backtest.measure import PRIMARY
-from core.backtest.tables import kept, recipe_rows
+from zootriage.core.backtest.measure import PRIMARY
+from zootriage.core.backtest.tables import kept, recipe_rows
 
 
 def recipe_scatter(results: dict[str, Any], task: str, path: Path) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from core.backtest import stats
-from core.backtest.tables import ID_ACCURACY, Model, RecipeRow, group_names, groups, value
+from zootriage.core.backtest import stats
+from zootriage.core.backtest.tables import ID_ACCURACY, Model, RecipeRow, group_names, groups, value
 
 GEOMETRY_RULE = ("dimension", "utilization")
 

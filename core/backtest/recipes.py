@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from core.backtest.config import StudyConfig, TaskName
+from zootriage.core.backtest.config import StudyConfig, TaskName
 
 Arm = Literal["zoo", "v1", "v2", "floor"]
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.backtest.decision import PAPER_H4
-from core.backtest.figures import recipe_scatter
+from zootriage.core.backtest.decision import PAPER_H4
+from zootriage.core.backtest.figures import recipe_scatter
 
 # The paper (Chou et al., ICLR 2026): per-setting Pearson r with OOD probe accuracy over its 16
 # architecture × optimiser settings, and the v1/v2 verdict's accuracy against ID accuracy's.

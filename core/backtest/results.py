@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.backtest.analysis import analyze
-from core.backtest.config import StudyConfig
-from core.backtest.decision import decide
-from core.backtest.run import study_id
+from zootriage.core.backtest.analysis import analyze
+from zootriage.core.backtest.config import StudyConfig
+from zootriage.core.backtest.decision import decide
+from zootriage.core.backtest.run import study_id
 
 
 def build_results(run: dict[str, Any], config: StudyConfig, *, plan_commit: str) -> dict[str, Any]:

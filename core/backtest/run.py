@@ -22,14 +22,14 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from core.backtest.config import StudyConfig, TaskName
-from core.backtest.measure import measure, outcomes, probe_split
-from core.backtest.nets import build
-from core.backtest.probes import choose_task_c, task_c_scores
-from core.backtest.recipes import ModelSpec, floor_specs, model_specs, zoo_recipes
-from core.backtest.splits import TaskData, load_task
-from core.backtest.training import train_model
-from core.device import resolve_device
+from zootriage.core.backtest.config import StudyConfig, TaskName
+from zootriage.core.backtest.measure import measure, outcomes, probe_split
+from zootriage.core.backtest.nets import build
+from zootriage.core.backtest.probes import choose_task_c, task_c_scores
+from zootriage.core.backtest.recipes import ModelSpec, floor_specs, model_specs, zoo_recipes
+from zootriage.core.backtest.splits import TaskData, load_task
+from zootriage.core.backtest.training import train_model
+from zootriage.core.device import resolve_device
 
 Progress = Callable[[str], None]
 TASKS: tuple[TaskName, ...] = ("A", "B")

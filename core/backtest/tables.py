@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from core.markers import list_markers
+from zootriage.core.markers import list_markers
 
 MIN_SEEDS = 2
 ID_ACCURACY = "id_accuracy"

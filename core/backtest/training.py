@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from core.backtest.nets import Classifier, build
-from core.backtest.recipes import ModelSpec, Recipe, lr_factor
-from core.backtest.splits import Images
+from zootriage.core.backtest.nets import Classifier, build
+from zootriage.core.backtest.recipes import ModelSpec, Recipe, lr_factor
+from zootriage.core.backtest.splits import Images
 
 EpochHook = Callable[[int, float], None]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from core.data.refs import (
+from zootriage.core.data.refs import (
     ArchiveRef,
     BuiltinRef,
     DatasetRef,
@@ -22,10 +22,10 @@ from core.data.refs import (
 )
 
 if TYPE_CHECKING:
-    from core.data.archives import ArchiveLimits
-    from core.data.images import FittedImages, ImageSet
-    from core.data.open import open_dataset
-    from core.data.sampling import Sample, sample
+    from zootriage.core.data.archives import ArchiveLimits
+    from zootriage.core.data.images import FittedImages, ImageSet
+    from zootriage.core.data.open import open_dataset
+    from zootriage.core.data.sampling import Sample, sample
 
 _HEAVY = {
     "ArchiveLimits": ".archives",

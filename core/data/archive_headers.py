@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import ArchiveTooLarge, BadArchive
+from zootriage.core.errors import ArchiveTooLarge, BadArchive
 
 _EOCD = b"PK\x05\x06"
 _ZIP64_LOCATOR = b"PK\x06\x07"

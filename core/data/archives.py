@@ -16,12 +16,12 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from core.data.archive_headers import member_count, npy_header
-from core.data.folders import IMAGE_SUFFIXES
-from core.data.images import DEFAULT_MAX_PIXELS, ArrayLoader, ImageSet, ZipLoader
-from core.data.roots import resolve_under_roots
-from core.errors import ArchiveTooLarge, BadArchive
-from core.zoo.weights import sha256_file
+from zootriage.core.data.archive_headers import member_count, npy_header
+from zootriage.core.data.folders import IMAGE_SUFFIXES
+from zootriage.core.data.images import DEFAULT_MAX_PIXELS, ArrayLoader, ImageSet, ZipLoader
+from zootriage.core.data.roots import resolve_under_roots
+from zootriage.core.errors import ArchiveTooLarge, BadArchive
+from zootriage.core.zoo.weights import sha256_file
 
 
 @dataclass(frozen=True)

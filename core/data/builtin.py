@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from core.data.images import ArrayLoader, FileLoader, ImageSet
-from core.errors import BadSampling, UnknownDataset
+from zootriage.core.data.images import ArrayLoader, FileLoader, ImageSet
+from zootriage.core.errors import BadSampling, UnknownDataset
 
 T = TypeVar("T")
 DIGITS = tuple(str(d) for d in range(10))

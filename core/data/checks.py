@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data.archives import ArchiveLimits, check_archive
-from core.data.builtin import CLASS_COUNTS, builtin_split
-from core.data.folders import torchvision_class
-from core.data.refs import AnyDatasetRef, ArchiveRef, BuiltinRef, FolderRef, Sampling
-from core.data.roots import resolve_under_roots
-from core.data.sampling import choose_classes
-from core.errors import BadSampling, UnknownDataset
+from zootriage.core.data.archives import ArchiveLimits, check_archive
+from zootriage.core.data.builtin import CLASS_COUNTS, builtin_split
+from zootriage.core.data.folders import torchvision_class
+from zootriage.core.data.refs import AnyDatasetRef, ArchiveRef, BuiltinRef, FolderRef, Sampling
+from zootriage.core.data.roots import resolve_under_roots
+from zootriage.core.data.sampling import choose_classes
+from zootriage.core.errors import BadSampling, UnknownDataset
 
 
 def check_dataset(

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import torchvision.datasets
 
-from core.data.images import FileLoader, ImageSet, Picture
-from core.data.roots import ensure_inside, resolve_under_roots
-from core.errors import BadSampling, UnknownDataset
+from zootriage.core.data.images import FileLoader, ImageSet, Picture
+from zootriage.core.data.roots import ensure_inside, resolve_under_roots
+from zootriage.core.errors import BadSampling, UnknownDataset
 
 # torchvision dataset classes that read a local folder with (root, train|split, download) alone and
 # expose their labels; any other class (LSUN needs an extra module, CelebA has no single label) is refused.

@@ -23,8 +23,8 @@ from torchvision.io import ImageReadMode, decode_image
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as F
 
-from core.errors import BadImage
-from core.zoo.preprocess import Preprocess
+from zootriage.core.errors import BadImage
+from zootriage.core.zoo.preprocess import Preprocess
 
 Picture = Image.Image | np.ndarray | torch.Tensor  # a tensor is uint8 (C, H, W)
 _TORCH_DECODES = {"JPEG", "PNG", "WEBP"}

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.data.archives import ArchiveLimits, open_archive
-from core.data.builtin import open_builtin
-from core.data.folders import open_folder, open_torchvision
-from core.data.images import ImageSet
-from core.data.refs import AnyDatasetRef, ArchiveRef, BuiltinRef, FolderRef
-from core.errors import BadSampling
+from zootriage.core.data.archives import ArchiveLimits, open_archive
+from zootriage.core.data.builtin import open_builtin
+from zootriage.core.data.folders import open_folder, open_torchvision
+from zootriage.core.data.images import ImageSet
+from zootriage.core.data.refs import AnyDatasetRef, ArchiveRef, BuiltinRef, FolderRef
+from zootriage.core.errors import BadSampling
 
 
 def open_dataset(

@@ -18,8 +18,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from core.errors import BadReference
-from core.protocol import Seed
+from zootriage.core.errors import BadReference
+from zootriage.core.protocol import Seed
 
 _PATH = Field(min_length=1, max_length=1024)
 

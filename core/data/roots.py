@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from core.errors import PathOutsideRoots, UnknownDataset
+from zootriage.core.errors import PathOutsideRoots, UnknownDataset
 
 
 def resolve_under_roots(relative: str, roots: Sequence[Path | str]) -> tuple[Path, Path]:

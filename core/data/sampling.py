@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.data.images import ImageSet
-from core.data.refs import Sampling
-from core.errors import BadSampling
+from zootriage.core.data.images import ImageSet
+from zootriage.core.data.refs import Sampling
+from zootriage.core.errors import BadSampling
 
 
 @dataclass(frozen=True)

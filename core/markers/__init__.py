@@ -3,9 +3,9 @@
 Importing this package registers every marker; see ``registry`` for the calling conventions.
 """
 
-from core.markers import geometry, logits, representation, transferability  # noqa: F401  (registration)
-from core.markers.compute import compute_markers
-from core.markers.registry import (
+from zootriage.core.markers import geometry, logits, representation, transferability  # noqa: F401  (registration)
+from zootriage.core.markers.compute import compute_markers
+from zootriage.core.markers.registry import (
     MarkerSpec,
     MarkerUndefined,
     MarkerValue,
@@ -13,7 +13,7 @@ from core.markers.registry import (
     list_markers,
     register_marker,
 )
-from core.protocol import Protocol
+from zootriage.core.protocol import Protocol
 
 __all__ = [
     "MarkerSpec",

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from core.device import resolve_device
+from zootriage.core.device import resolve_device
 
 #: Working-set budget for chunked computations: a block of rows is sized to hold about this much.
 BLOCK_BYTES = 64 * 2**20

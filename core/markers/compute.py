@@ -7,12 +7,12 @@ from typing import Any
 
 import torch
 
-from core.device import resolve_device
-from core.errors import CancelCheck, stop_if_cancelled
-from core.glue import GlueResult, analyze
-from core.markers.inputs import MarkerInputs, marker_inputs
-from core.markers.registry import MarkerSpec, MarkerUndefined, MarkerValue, get_marker, list_markers
-from core.protocol import Protocol
+from zootriage.core.device import resolve_device
+from zootriage.core.errors import CancelCheck, stop_if_cancelled
+from zootriage.core.glue import GlueResult, analyze
+from zootriage.core.markers.inputs import MarkerInputs, marker_inputs
+from zootriage.core.markers.registry import MarkerSpec, MarkerUndefined, MarkerValue, get_marker, list_markers
+from zootriage.core.protocol import Protocol
 
 
 def _not_applicable_reason(spec: MarkerSpec, inputs: MarkerInputs) -> str | None:

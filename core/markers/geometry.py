@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from core.glue import GlueResult
-from core.markers.registry import MarkerUndefined, register_marker
+from zootriage.core.glue import GlueResult
+from zootriage.core.markers.registry import MarkerUndefined, register_marker
 
 GROUP = "geometry"
 NEEDS = ("features", "labels")

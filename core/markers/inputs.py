@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from core.inputs import class_labels, finite_matrix
+from zootriage.core.inputs import class_labels, finite_matrix
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import rankdata
 
-from core.markers.registry import MarkerUndefined, register_marker
+from zootriage.core.markers.registry import MarkerUndefined, register_marker
 
 ENTROPY_EPS = 1e-12
 

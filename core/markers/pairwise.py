@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from core.markers._linalg import BLOCK_BYTES, Device, as_tensor, block_rows, centred
-from core.markers.registry import MarkerUndefined
+from zootriage.core.markers._linalg import BLOCK_BYTES, Device, as_tensor, block_rows, centred
+from zootriage.core.markers.registry import MarkerUndefined
 
 # Turns a block of Gram entries G[i, j] (rows start..stop against rows start..n) into f(i, j) in place.
 BlockTransform = Callable[[torch.Tensor, int, int], None]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from core.markers._linalg import (
+from zootriage.core.markers._linalg import (
     BLOCK_BYTES,
     Device,
     as_tensor,
@@ -22,8 +22,8 @@ from core.markers._linalg import (
     covariance_eigenvalues,
     variance_floor,
 )
-from core.markers.pairwise import mean_pairwise_angle, mean_pairwise_distance
-from core.markers.registry import MarkerUndefined, register_marker
+from zootriage.core.markers.pairwise import mean_pairwise_angle, mean_pairwise_distance
+from zootriage.core.markers.registry import MarkerUndefined, register_marker
 
 DENSITY_THRESHOLD = 1e-6
 RANK_RELATIVE_CUTOFF = 1e-3

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from core.markers._linalg import Device, as_tensor, centred, indicator_projections, variance_floor
-from core.markers.registry import MarkerUndefined, register_marker
+from zootriage.core.markers._linalg import Device, as_tensor, centred, indicator_projections, variance_floor
+from zootriage.core.markers.registry import MarkerUndefined, register_marker
 
 LOGME_TOL = 1e-10
 LOGME_MAX_ITER = 1000

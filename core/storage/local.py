@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.storage.base import CHUNK, NotFound, Store, addressed_sha256, check_key, verify
+from zootriage.core.storage.base import CHUNK, NotFound, Store, addressed_sha256, check_key, verify
 
 
 def _copy_atomically(source: Path, dest: Path) -> None:

@@ -19,7 +19,7 @@ this module says why rather than guessing.
 
 from __future__ import annotations
 
-from core.triage.gates import (
+from zootriage.core.triage.gates import (
     GATE_KINDS,
     GateKind,
     GateResult,
@@ -31,13 +31,13 @@ from core.triage.gates import (
     evaluate_gate,
     parse_rule,
 )
-from core.triage.ranking import (
+from zootriage.core.triage.ranking import (
     RankedEntry,
     Ranking,
     fronts_of,
     rank,
 )
-from core.triage.records import (
+from zootriage.core.triage.records import (
     DIMENSION,
     GEOMETRY,
     GEOMETRY_RULE,
@@ -49,7 +49,7 @@ from core.triage.records import (
     UnknownRule,
     make_rule,
 )
-from core.triage.verdict import (
+from zootriage.core.triage.verdict import (
     Decision,
     MarkerComparison,
     Side,

@@ -9,8 +9,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.noise import NO_NOISE_ESTIMATE, TEST, Estimate, combined, interval
-from core.triage.records import (
+from zootriage.core.noise import NO_NOISE_ESTIMATE, TEST, Estimate, combined, interval
+from zootriage.core.triage.records import (
     MarkerRecord,
 )
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from core.triage.records import (
+from zootriage.core.triage.records import (
     GEOMETRY_RULE,
     ID_ACCURACY,
     LOGME,
     MarkerRecord,
     Rule,
 )
-from core.triage.verdict import verdict
+from zootriage.core.triage.verdict import verdict
 
 
 @dataclass(frozen=True)

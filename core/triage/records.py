@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from core.glue import MARKERS as GLUE_MARKERS
-from core.markers import get_marker
-from core.noise import TEST, Estimate
+from zootriage.core.glue import MARKERS as GLUE_MARKERS
+from zootriage.core.markers import get_marker
+from zootriage.core.noise import TEST, Estimate
 
 DIMENSION = "dimension"
 UTILIZATION = "utilization"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from core.noise import NO_NOISE_ESTIMATE, compare
-from core.triage.records import GEOMETRY_RULE, MarkerRecord, Rule
+from zootriage.core.noise import NO_NOISE_ESTIMATE, compare
+from zootriage.core.triage.records import GEOMETRY_RULE, MarkerRecord, Rule
 
 Side = Literal["v1", "v2"]
 Decision = Literal["v1", "v2", "undecided"]

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from core.glue import CENTERINGS, Centering, Dichotomy
-from core.validate.shifts import SHIFTS
-from core.validate.train import ARCHITECTURES, OPTIMIZERS, TrainSpec
+from zootriage.core.glue import CENTERINGS, Centering, Dichotomy
+from zootriage.core.validate.shifts import SHIFTS
+from zootriage.core.validate.train import ARCHITECTURES, OPTIMIZERS, TrainSpec
 
 VARIANT_DICHOTOMIES: tuple[str, ...] = ("one_vs_rest", "random")
 

@@ -25,14 +25,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.device import resolve_device
-from core.glue import analyze
-from core.markers import compute_markers, list_markers
-from core.validate.config import StudyConfig
-from core.validate.datasets import load
-from core.validate.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
-from core.validate.shifts import corrupt
-from core.validate.train import Classifier, TrainSpec, build, forward, train
+from zootriage.core.device import resolve_device
+from zootriage.core.glue import analyze
+from zootriage.core.markers import compute_markers, list_markers
+from zootriage.core.validate.config import StudyConfig
+from zootriage.core.validate.datasets import load
+from zootriage.core.validate.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
+from zootriage.core.validate.shifts import corrupt
+from zootriage.core.validate.train import Classifier, TrainSpec, build, forward, train
 
 OOD_SET = "animal-mnist"
 GEOMETRY = ("capacity", "dimension", "radius", "utilization")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from core.zoo.preprocess import Preprocess
-from core.zoo.refs import (
+from zootriage.core.zoo.preprocess import Preprocess
+from zootriage.core.zoo.refs import (
     CheckpointRef,
     ModelRef,
     TimmRef,
@@ -22,8 +22,8 @@ from core.zoo.refs import (
 )
 
 if TYPE_CHECKING:
-    from core.zoo.loader import LoadedModel, ModelInfo, load_model
-    from core.zoo.torchvision_zoo import WeightsPair, v1_v2_pairs
+    from zootriage.core.zoo.loader import LoadedModel, ModelInfo, load_model
+    from zootriage.core.zoo.torchvision_zoo import WeightsPair, v1_v2_pairs
 
 _HEAVY = {
     "LoadedModel": ".loader",

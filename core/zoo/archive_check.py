@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from core.errors import (
+from zootriage.core.errors import (
     CheckpointNeedsCode,
     CheckpointTooLarge,
     CheckpointUnsafe,
     NotACheckpoint,
     TruncatedCheckpoint,
 )
-from core.zoo.pickle_scan import PickleMalformed, PickleRefused, scan_pickle
-from core.zoo.program_json import UnsafeProgram, check_model_json, payload_members
+from zootriage.core.zoo.pickle_scan import PickleMalformed, PickleRefused, scan_pickle
+from zootriage.core.zoo.program_json import UnsafeProgram, check_model_json, payload_members
 
 CHUNK = 1 << 20
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import timm
 import torchvision
 
-from core.errors import UnknownModel, WeightsNotAvailable
-from core.zoo import timm_zoo, torchvision_zoo
-from core.zoo.refs import AnyModelRef, TimmRef, TorchvisionRef
+from zootriage.core.errors import UnknownModel, WeightsNotAvailable
+from zootriage.core.zoo import timm_zoo, torchvision_zoo
+from zootriage.core.zoo.refs import AnyModelRef, TimmRef, TorchvisionRef
 
 
 def canonical_model(ref: AnyModelRef) -> AnyModelRef:

@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from core.errors import BadCheckpoint
-from core.zoo.program_metadata import METADATA_FILE, ProgramMetadata
+from zootriage.core.errors import BadCheckpoint
+from zootriage.core.zoo.program_metadata import METADATA_FILE, ProgramMetadata
 
 MAX_BATCH = 4096
 

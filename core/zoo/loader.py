@@ -9,14 +9,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from core.zoo import timm_zoo, torchvision_zoo
-from core.zoo.archive_check import check_file
-from core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_output_linear
-from core.zoo.preprocess import Preprocess, from_torchvision
-from core.zoo.programs import load_program
-from core.zoo.refs import AnyModelRef, CheckpointRef, TimmRef, TorchvisionRef
-from core.zoo.state_dicts import head_classes, load_strict, replace_head
-from core.zoo.weights import read_state_dict, sha256_file
+from zootriage.core.zoo import timm_zoo, torchvision_zoo
+from zootriage.core.zoo.archive_check import check_file
+from zootriage.core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_output_linear
+from zootriage.core.zoo.preprocess import Preprocess, from_torchvision
+from zootriage.core.zoo.programs import load_program
+from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef, TimmRef, TorchvisionRef
+from zootriage.core.zoo.state_dicts import head_classes, load_strict, replace_head
+from zootriage.core.zoo.weights import read_state_dict, sha256_file
 
 IMAGENET_1K = "imagenet-1k"
 PROGRAM = "torch.export"  # the architecture of a program that does not name its own

@@ -18,7 +18,7 @@ import torch
 import torch.fx as fx
 from torch import nn
 
-from core.errors import PenultimateNotFound
+from zootriage.core.errors import PenultimateNotFound
 
 _LINEAR_INPUT = {  # op -> position of its activation input; how export spells a linear layer
     torch.ops.aten.linear.default: 0,

@@ -20,8 +20,8 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.errors import BadCheckpoint
-from core.zoo.preprocess import Preprocess
+from zootriage.core.errors import BadCheckpoint
+from zootriage.core.zoo.preprocess import Preprocess
 
 METADATA_FILE = "zootriage.json"
 LABEL_SPACE = r"^[A-Za-z0-9_.:\-]{1,64}$"

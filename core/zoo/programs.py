@@ -24,10 +24,10 @@ from pydantic import ValidationError
 from torch import nn
 from torch.export.pt2_archive import _package
 
-from core.errors import BadCheckpoint, CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
-from core.zoo.penultimate import exported_penultimate
-from core.zoo.preprocess import Preprocess
-from core.zoo.program_metadata import METADATA_FILE, ProgramMetadata, parse_metadata
+from zootriage.core.errors import BadCheckpoint, CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
+from zootriage.core.zoo.penultimate import exported_penultimate
+from zootriage.core.zoo.preprocess import Preprocess
+from zootriage.core.zoo.program_metadata import METADATA_FILE, ProgramMetadata, parse_metadata
 
 NO_PREPROCESS = (
     "no preprocessing given: pixels scaled to [0,1] at the program's input size; pass preprocess=... "

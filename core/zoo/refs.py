@@ -15,8 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from core.errors import BadReference
-from core.zoo.preprocess import Preprocess
+from zootriage.core.errors import BadReference
+from zootriage.core.zoo.preprocess import Preprocess
 
 _NAME = r"^[A-Za-z0-9_\-]+$"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from core.errors import CheckpointKeyMismatch
+from zootriage.core.errors import CheckpointKeyMismatch
 
 
 def load_strict(model: nn.Module, state: dict[str, torch.Tensor], name: str) -> None:

@@ -17,8 +17,8 @@ import torch
 from timm.models import get_pretrained_cfg
 from torch import nn
 
-from core.errors import UnknownModel, WeightsNotAvailable
-from core.zoo.preprocess import Preprocess, from_timm
+from zootriage.core.errors import UnknownModel, WeightsNotAvailable
+from zootriage.core.zoo.preprocess import Preprocess, from_timm
 
 _HF_FILES = ("model.safetensors", "pytorch_model.bin")
 

@@ -13,7 +13,7 @@ import torchvision
 from torch import nn
 from torchvision.models import WeightsEnum
 
-from core.errors import UnknownModel, WeightsNotAvailable
+from zootriage.core.errors import UnknownModel, WeightsNotAvailable
 
 
 @dataclass(frozen=True)

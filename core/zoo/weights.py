@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from core.errors import CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
-from core.zoo.archive_check import check_file
+from zootriage.core.errors import CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
+from zootriage.core.zoo.archive_check import check_file
 
 _HASHES: dict[tuple[str, int, int], str] = {}
 _WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "module")

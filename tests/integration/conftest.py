@@ -11,13 +11,13 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import delete
 
-from app.db.models import ApiKey, Checkpoint, Job, Marker, Run
-from app.db.session import session_scope
-from app.main import create_app
-from app.settings import Settings
 from tests.integration.databases import migrate, private_redis, scratch_database
 from tests.integration.models import export_mnist_cnn
 from tests.integration.stack import Stack, start_stack
+from zootriage.app.db.models import ApiKey, Checkpoint, Job, Marker, Run
+from zootriage.app.db.session import session_scope
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.db.models import Marker, Run
+from zootriage.app.db.models import Marker, Run
 
 BASE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 

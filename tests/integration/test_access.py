@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.access import UnsafeBind
-from app.api_keys import Scope, create_api_key, hash_key
-from app.db.session import session_scope
-from app.main import create_app
-from app.settings import Settings
+from zootriage.app.access import UnsafeBind
+from zootriage.app.api_keys import Scope, create_api_key, hash_key
+from zootriage.app.db.session import session_scope
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 INVALID_JOB = {"model": {"source": "magic"}, "dataset": {"source": "builtin", "name": "mnist"}}
 PUBLIC = {"host": "0.0.0.0"}

@@ -8,8 +8,8 @@ import pytest
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 
 def test_healthz_and_readyz_report_up(client: TestClient) -> None:

@@ -7,8 +7,8 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from app.db.session import session_scope
 from tests.integration.seeding import fake_run
+from zootriage.app.db.session import session_scope
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import httpx
 import numpy as np
 import pytest
 
-from app.settings import Settings
 from tests.integration.stack import Stack, start_stack
+from zootriage.app.settings import Settings
 
 MB = 1024 * 1024
 GROWTH_BOUND = 100 * MB  # loose: the unbounded versions grew by 0.8-1.4 GB

@@ -46,7 +46,7 @@ def zootriage(
         "HF_HUB_OFFLINE": "1",
     }
     env.pop("ZOOTRIAGE_API_KEY", None)
-    command = [sys.executable, "-c", "from app.cli import main; main()", *args]
+    command = [sys.executable, "-c", "from zootriage.app.cli import main; main()", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 

@@ -23,7 +23,7 @@ def test_the_embedded_service_scores_a_job(tmp_path: Path, mnist_program: Path) 
     }
     log = open(tmp_path / "embedded.log", "wb")  # noqa: SIM115
     service = subprocess.Popen(
-        [sys.executable, "-m", "app.embedded"],
+        [sys.executable, "-m", "zootriage.app.embedded"],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,

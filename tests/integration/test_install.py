@@ -27,16 +27,17 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
-from app.migrate import alembic_config
 from tests.integration.databases import scratch_database
 from tests.integration.stack import free_port
 from tests.integration.test_cli_client import SCORING
 from tests.integration.triage_fixtures import TriageStack, triage_stack  # noqa: F401  (a fixture)
+from zootriage.app.migrate import alembic_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("pyproject.toml", "README.md", "core", "app", "worker")  # what the Dockerfile's first stage copies
+# What the Dockerfile's first stage copies:
+SHIPPED = ("pyproject.toml", "README.md", "zootriage", "core", "app", "worker")
 
 
 def outside_env(**extra: str) -> dict[str, str]:
@@ -58,7 +59,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in SHIPPED:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                ROOT / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+            )
         else:
             shutil.copy2(ROOT / name, source / name)
     dist = tmp_path_factory.mktemp("dist")
@@ -112,8 +115,10 @@ def test_the_wheel_with_server_extras_migrates_and_serves(
 ) -> None:
     install(venv, str(wheel), "--no-deps")
     borrow_dependencies(venv)
-    found = imported_from(venv, "app.migrate", "core.glue", "worker.tasks", "tests", "fastapi")
-    assert all(found[m].startswith(str(venv)) for m in ("app.migrate", "core.glue", "worker.tasks"))
+    ours = ("zootriage.app.migrate", "zootriage.core.glue", "zootriage.worker.tasks")
+    found = imported_from(venv, *ours, "tests", "fastapi", "core", "app")
+    assert all(found[m].startswith(str(venv)) for m in ours)
+    assert found["core"] == found["app"] == "-"  # no generic top-level names
     assert found["tests"] == "-" and found["fastapi"] != "-"
 
     with scratch_database() as url:

@@ -9,11 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.api_keys import create_api_key
-from app.db.models import Job
-from app.db.session import session_scope
-from app.main import create_app
-from app.settings import Settings
+from zootriage.app.api_keys import create_api_key
+from zootriage.app.db.models import Job
+from zootriage.app.db.session import session_scope
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 MNIST = {"source": "builtin", "name": "mnist"}
 NO_SPLIT = {"sampling": {"per_class": 5}}
@@ -133,7 +133,7 @@ def test_writes_need_a_key_once_one_exists(client: TestClient, clean_db: str, mn
 
 
 def test_key_hashes_from_settings_guard_writes(settings: Settings, clean_db: str) -> None:
-    from app.api_keys import hash_key
+    from zootriage.app.api_keys import hash_key
 
     guarded = settings.model_copy(update={"api_key_hashes": [hash_key("zt_from_env")]})
     invalid = {"model": {"source": "magic"}, "dataset": MNIST}
@@ -147,8 +147,8 @@ def test_the_command_stores_only_a_hash(settings: Settings, clean_db: str) -> No
     import subprocess
     import sys
 
-    from app.api_keys import hash_key
-    from app.db.models import ApiKey
+    from zootriage.app.api_keys import hash_key
+    from zootriage.app.db.models import ApiKey
 
     env = {**os.environ, "ZOOTRIAGE_DATABASE_URL": clean_db}
     command = [str(Path(sys.executable).parent / "zootriage"), "api-keys", "create", "ci-pipeline"]

@@ -13,12 +13,12 @@ import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.db.models import Job
-from app.db.session import POOL_CAPACITY, get_engine, session_scope
-from app.main import create_app
-from app.settings import Settings
 from tests.integration.seeding import seed_runs
 from tests.integration.stack import start_api
+from zootriage.app.db.models import Job
+from zootriage.app.db.session import POOL_CAPACITY, get_engine, session_scope
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 CLIENTS = 300
 

@@ -6,8 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
-from app.db.base import Base
 from tests.integration.databases import migrate, scratch_database
+from zootriage.app.db.base import Base
 
 
 def _diff(url: str) -> list[object]:

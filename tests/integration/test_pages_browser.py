@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.db.models import Job, Marker, Run
-from app.db.session import session_scope
 from tests.integration.browser import Watched, chromium, watched_page
 from tests.integration.stack import Stack
+from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.session import session_scope
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from app.db.session import session_scope
-from core.protocol import Protocol
 from tests.integration.seeding import seed_runs
+from zootriage.app.db.session import session_scope
+from zootriage.core.protocol import Protocol
 
 
 def test_stored_runs_render_on_every_page_that_shows_them(client: TestClient, clean_db: str) -> None:

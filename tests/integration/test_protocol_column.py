@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import StatementError
 
-from app.db.models import Run
-from app.db.session import session_scope
-from core.protocol import Protocol
 from tests.integration.seeding import fake_run
+from zootriage.app.db.models import Run
+from zootriage.app.db.session import session_scope
+from zootriage.core.protocol import Protocol
 
 pytestmark = pytest.mark.integration
 

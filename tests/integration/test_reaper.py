@@ -13,13 +13,13 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from app.db.models import Job, JobStatus
-from app.db.session import session_scope
-from app.main import create_app
-from app.queue import SCORE_QUEUE
-from app.services.reaper import sweep
-from app.settings import Settings
 from tests.integration.databases import migrate, scratch_database
+from zootriage.app.db.models import Job, JobStatus
+from zootriage.app.db.session import session_scope
+from zootriage.app.main import create_app
+from zootriage.app.queue import SCORE_QUEUE
+from zootriage.app.services.reaper import sweep
+from zootriage.app.settings import Settings
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 

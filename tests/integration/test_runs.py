@@ -8,9 +8,9 @@ import io
 import pytest
 from fastapi.testclient import TestClient
 
-from app.db.session import session_scope
-from core.protocol import Protocol
 from tests.integration.seeding import fake_run, seed_runs
+from zootriage.app.db.session import session_scope
+from zootriage.core.protocol import Protocol
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.db.models import Job, Marker, Run
-from app.db.session import session_scope
-from core.markers import list_markers
 from tests.integration.stack import Stack
+from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.session import session_scope
+from zootriage.core.markers import list_markers
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 

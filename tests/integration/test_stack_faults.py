@@ -19,14 +19,14 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.db.models import Job, Run
-from app.db.session import session_scope
-from app.settings import Settings
-from core.protocol import REPEATS_MAX
 from tests.integration.databases import migrate, scratch_database
 from tests.integration.servers import PostgresCluster, RedisServer
 from tests.integration.stack import Stack, start_stack
 from tests.integration.test_stack import job_body, wait
+from zootriage.app.db.models import Job, Run
+from zootriage.app.db.session import session_scope
+from zootriage.app.settings import Settings
+from zootriage.core.protocol import REPEATS_MAX
 
 LIVENESS = {
     "ZOOTRIAGE_HEARTBEAT_INTERVAL_S": "0.5",

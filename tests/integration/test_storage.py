@@ -12,10 +12,10 @@ from pathlib import Path
 import boto3
 import pytest
 
-from app.storage import open_store
-from app.storage.s3 import S3Store
-from core.storage import Corrupt, LocalStore, NotFound, Store, content_key
 from tests.integration.servers import S3Server
+from zootriage.app.storage import open_store
+from zootriage.app.storage.s3 import S3Store
+from zootriage.core.storage import Corrupt, LocalStore, NotFound, Store, content_key
 
 pytestmark = pytest.mark.integration
 
@@ -167,12 +167,12 @@ def test_a_second_worker_host_reuses_features_through_the_object_store(
     s3_server: S3Server, aws_env: None, digit_programs: dict[str, Path], tmp_path: Path
 ) -> None:
     """Two workers with their own disks and one S3 store: the second scores from the first's features."""
-    from app.settings import Settings
-    from app.storage import feature_cache
-    from core.data.refs import Sampling, parse_dataset_ref
-    from core.markers import Protocol
-    from core.scoring import score
-    from core.zoo.refs import parse_model_ref
+    from zootriage.app.settings import Settings
+    from zootriage.app.storage import feature_cache
+    from zootriage.core.data.refs import Sampling, parse_dataset_ref
+    from zootriage.core.markers import Protocol
+    from zootriage.core.scoring import score
+    from zootriage.core.zoo.refs import parse_model_ref
 
     bucket = f"zt-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=s3_server.url).create_bucket(Bucket=bucket)

@@ -17,12 +17,12 @@ from fastapi.testclient import TestClient
 from PIL import Image
 from sqlalchemy import func, select, update
 
-from app.db.models import Job, JobStatus, Run
-from app.db.session import session_scope
-from app.settings import Settings
-from core.markers import Protocol
 from tests.hostile_archives import HOSTILE
 from tests.integration.seeding import fake_run
+from zootriage.app.db.models import Job, JobStatus, Run
+from zootriage.app.db.session import session_scope
+from zootriage.app.settings import Settings
+from zootriage.core.markers import Protocol
 
 NO_SPLIT = {"per_class": 5}
 

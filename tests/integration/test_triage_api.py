@@ -13,17 +13,17 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, select
 
-from app.db.models import Gate, Job, Marker, Run
-from app.db.run_key import request_key
-from app.db.session import session_scope
-from app.schemas.jobs import JobRequest
-from app.services.admission import normalised_request
-from app.settings import Settings
-from core.data.open import open_dataset
-from core.data.refs import BuiltinRef, Sampling
-from core.data.sampling import sample
-from core.glue import MARKERS as GLUE_MARKERS
-from core.markers import Protocol
+from zootriage.app.db.models import Gate, Job, Marker, Run
+from zootriage.app.db.run_key import request_key
+from zootriage.app.db.session import session_scope
+from zootriage.app.schemas.jobs import JobRequest
+from zootriage.app.services.admission import normalised_request
+from zootriage.app.settings import Settings
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import BuiltinRef, Sampling
+from zootriage.core.data.sampling import sample
+from zootriage.core.glue import MARKERS as GLUE_MARKERS
+from zootriage.core.markers import Protocol
 
 SAMPLING = Sampling(classes=2, per_class=5)
 PROTOCOL = Protocol(n_t=20, points_per_class=5)
@@ -241,7 +241,7 @@ def test_ranking_input_errors(api: TestClient) -> None:
 
 
 def test_write_access_applies(api: TestClient, settings: Settings) -> None:
-    from app.api_keys import create_api_key
+    from zootriage.app.api_keys import create_api_key
 
     with session_scope(settings.effective_database_url) as session:
         key = create_api_key(session, "ci").key

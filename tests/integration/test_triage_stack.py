@@ -12,11 +12,6 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
-from app.db.models import Gate, Job, Marker, Run
-from app.db.session import session_scope
-from core.protocol import DEFAULT_REPEATS
-from core.triage import MarkerRecord, rank, verdict
-from core.zoo import v1_v2_pairs
 from tests.integration.triage_fixtures import (
     TriageStack,
     place_torchvision_weights,
@@ -24,6 +19,11 @@ from tests.integration.triage_fixtures import (
     upload,
     wait_for_jobs,
 )
+from zootriage.app.db.models import Gate, Job, Marker, Run
+from zootriage.app.db.session import session_scope
+from zootriage.core.protocol import DEFAULT_REPEATS
+from zootriage.core.triage import MarkerRecord, rank, verdict
+from zootriage.core.zoo import v1_v2_pairs
 
 MNIST = {"source": "builtin", "name": "mnist"}
 QUERY = "dataset=builtin:mnist&split=test&classes=2&per_class=6&n_t=20&points_per_class=6"

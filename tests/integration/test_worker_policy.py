@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
-import worker.tasks as tasks
-from app.db.models import Job, JobStatus
-from app.db.session import session_scope
-from app.settings import Settings
-from core.errors import BadImage, UnknownDataset
-from worker.runner import Claimed
+import zootriage.worker.tasks as tasks
+from zootriage.app.db.models import Job, JobStatus
+from zootriage.app.db.session import session_scope
+from zootriage.app.settings import Settings
+from zootriage.core.errors import BadImage, UnknownDataset
+from zootriage.worker.runner import Claimed
 
 
 def test_an_unreachable_database_is_retried_until_max_retries(

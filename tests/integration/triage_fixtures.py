@@ -21,8 +21,8 @@ import pytest
 import torch
 import torchvision
 
-from app.settings import Settings
 from tests.integration.stack import Stack, start_stack
+from zootriage.app.settings import Settings
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 UPLOAD_LIMIT = 16 * 1024 * 1024

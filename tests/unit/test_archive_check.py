@@ -15,7 +15,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from core.errors import (
+from tests import crafted
+from tests.conftest import SITE
+from zootriage.core.errors import (
     CheckpointNeedsCode,
     CheckpointTooLarge,
     CheckpointUnsafe,
@@ -23,13 +25,11 @@ from core.errors import (
     TruncatedCheckpoint,
     ZooError,
 )
-from core.zoo.archive_check import check_file
-from core.zoo.loader import load_model
-from core.zoo.pickle_scan import PickleRefused, scan_pickle
-from core.zoo.program_json import UnsafeProgram, check_expression, check_target
-from core.zoo.refs import CheckpointRef
-from tests import crafted
-from tests.conftest import SITE
+from zootriage.core.zoo.archive_check import check_file
+from zootriage.core.zoo.loader import load_model
+from zootriage.core.zoo.pickle_scan import PickleRefused, scan_pickle
+from zootriage.core.zoo.program_json import UnsafeProgram, check_expression, check_target
+from zootriage.core.zoo.refs import CheckpointRef
 
 
 def _refused_everywhere(path: Path, error: type[ZooError], pattern: str, marker: Path) -> None:
@@ -112,7 +112,7 @@ def test_zip_bomb_is_refused_without_allocating(digit_programs: dict[str, Path],
     assert bomb.stat().st_size < 4 << 20
     script = (
         "import sys; from pathlib import Path\n"
-        "from core.zoo.archive_check import check_file\n"
+        "from zootriage.core.zoo.archive_check import check_file\n"
         "def hwm():\n"
         "    return int(next(x for x in open('/proc/self/status') if x.startswith('VmHWM')).split()[1])\n"
         "before = hwm()\n"

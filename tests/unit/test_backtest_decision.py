@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.backtest.analysis import with_holm
-from core.backtest.decision import decide
+from zootriage.core.backtest.analysis import with_holm
+from zootriage.core.backtest.decision import decide
 
 CENTERINGS = ("none", "global")
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from core.backtest import stats
-from core.backtest.hypotheses import correlation
-from core.backtest.tables import RecipeRow
+from zootriage.core.backtest import stats
+from zootriage.core.backtest.hypotheses import correlation
+from zootriage.core.backtest.tables import RecipeRow
 
 
 def _groups() -> list[np.ndarray]:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import app
-from core.backtest.config import StudyConfig, load_config
-from core.backtest.run import run_study
+from zootriage.app.cli import app
+from zootriage.core.backtest.config import StudyConfig, load_config
+from zootriage.core.backtest.run import run_study
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 PLAN_SECTIONS = [
@@ -76,8 +76,8 @@ def test_tiny_study_writes_results_report_and_figures(tiny_run: Path) -> None:
 def test_the_study_writes_the_evidence_the_service_reads(tiny_run: Path, tmp_path: Path) -> None:
     """results.json → the versioned evidence file (version 2): every rule of both centrings on every
     outcome, Δ with its interval carried over, the plan's decision as the default."""
-    from core.backtest.evidence import RULES
-    from core.evidence import build_from_preregistered, evidence_for, rule_key
+    from zootriage.core.backtest.evidence import RULES
+    from zootriage.core.evidence import build_from_preregistered, evidence_for, rule_key
 
     results = json.loads((tiny_run / "report" / "results.json").read_text())
     doc = build_from_preregistered(results)

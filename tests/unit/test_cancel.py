@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-import core.nnls
-from core.errors import Cancelled
-from core.glue import analyze
-from core.markers import Protocol, compute_markers
-from core.nnls import solve_batched
-from core.protocol import REPEATS_MAX
+import zootriage.core.nnls
+from zootriage.core.errors import Cancelled
+from zootriage.core.glue import analyze
+from zootriage.core.markers import Protocol, compute_markers
+from zootriage.core.nnls import solve_batched
+from zootriage.core.protocol import REPEATS_MAX
 
 
 class CancelAfter:
@@ -44,7 +44,7 @@ def test_glue_stops_between_repeats() -> None:
 def test_the_solver_stops_between_its_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every Lawson–Hanson step of every block asks (here in blocks of four draws)."""
     features, _ = clusters()
-    monkeypatch.setattr(core.nnls, "_BATCH_ELEMENTS", 36 * 4)
+    monkeypatch.setattr(zootriage.core.nnls, "_BATCH_ELEMENTS", 36 * 4)
     points = torch.from_numpy(features / np.linalg.norm(features, axis=1, keepdims=True))
     signs = torch.from_numpy(np.where(np.random.default_rng(1).random((40, 36)) < 0.5, 1.0, -1.0))
     t = torch.from_numpy(np.random.default_rng(2).standard_normal((40, 8)))

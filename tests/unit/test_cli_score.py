@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from app.cli import app
+from zootriage.app.cli import app
 
 runner = CliRunner()
 
@@ -55,7 +55,7 @@ def test_an_uncached_timm_model_fails_without_asking_the_hub(tmp_path: Path) -> 
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "TORCH_HOME": str(tmp_path / "torch")}
     env.pop("HF_HUB_OFFLINE", None)
     command = [
-        sys.executable, "-c", "from app.cli import main; main()",
+        sys.executable, "-c", "from zootriage.app.cli import main; main()",
         "score", "--model", "timm:resnet18.a1_in1k",
         "--dataset", "builtin:digits", "--classes", "2", "--per-class", "5",
     ]

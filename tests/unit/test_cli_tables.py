@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from app.cli.tables import CELL_OVERHEAD, Column, fitted_table, kept
+from zootriage.app.cli.tables import CELL_OVERHEAD, Column, fitted_table, kept
 
 COLUMNS = [
     Column("run", 36, priority=10),

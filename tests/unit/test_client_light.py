@@ -20,7 +20,7 @@ UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing listens, the cli
 PROBE = """
 import json, sys
 from typer.testing import CliRunner
-from app.cli import app
+from zootriage.app.cli import app
 result = CliRunner().invoke(app, sys.argv[1:])
 print(json.dumps({"code": result.exit_code, "output": result.output,
                   "heavy": [m for m in HEAVY if m in sys.modules]}))
@@ -70,10 +70,10 @@ def test_a_bad_reference_is_refused_by_the_client_itself() -> None:
 
 
 def test_the_packages_still_offer_their_loaders_on_first_use() -> None:
-    import core.data
-    import core.zoo
+    import zootriage.core.data
+    import zootriage.core.zoo
 
-    assert callable(core.zoo.load_model) and callable(core.zoo.v1_v2_pairs)
-    assert callable(core.data.open_dataset) and callable(core.data.sample)
+    assert callable(zootriage.core.zoo.load_model) and callable(zootriage.core.zoo.v1_v2_pairs)
+    assert callable(zootriage.core.data.open_dataset) and callable(zootriage.core.data.sample)
     with pytest.raises(AttributeError):
-        core.zoo.no_such_name  # noqa: B018
+        zootriage.core.zoo.no_such_name  # noqa: B018

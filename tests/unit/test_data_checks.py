@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.data.archives import ArchiveLimits, check_archive
-from core.data.builtin import BUILTIN, CLASS_COUNTS
-from core.data.checks import check_dataset
-from core.data.open import open_dataset
-from core.data.refs import Sampling, parse_dataset_ref
-from core.data.sampling import sample
-from core.errors import BadArchive, BadSampling, PathOutsideRoots, UnknownDataset
 from tests.hostile_archives import HOSTILE, sparse_labels
+from zootriage.core.data.archives import ArchiveLimits, check_archive
+from zootriage.core.data.builtin import BUILTIN, CLASS_COUNTS
+from zootriage.core.data.checks import check_dataset
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import Sampling, parse_dataset_ref
+from zootriage.core.data.sampling import sample
+from zootriage.core.errors import BadArchive, BadSampling, PathOutsideRoots, UnknownDataset
 
 LIMITS = ArchiveLimits()
 

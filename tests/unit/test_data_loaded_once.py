@@ -6,9 +6,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from core.data.builtin import loaded_once
-from core.data.open import open_dataset
-from core.data.refs import parse_dataset_ref
+from zootriage.core.data.builtin import loaded_once
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import parse_dataset_ref
 
 
 def test_concurrent_first_calls_share_one_load() -> None:

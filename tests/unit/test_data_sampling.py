@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.data.open import open_dataset
-from core.data.refs import Sampling, parse_dataset_ref
-from core.data.sampling import sample
-from core.errors import BadSampling
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import Sampling, parse_dataset_ref
+from zootriage.core.data.sampling import sample
+from zootriage.core.errors import BadSampling
 
 
 def test_balanced_seeded_and_reproducible() -> None:

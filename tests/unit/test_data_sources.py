@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.data.archives import ArchiveLimits
-from core.data.images import fit
-from core.data.open import open_dataset
-from core.data.refs import parse_dataset_ref
-from core.errors import (
+from zootriage.core.data.archives import ArchiveLimits
+from zootriage.core.data.images import fit
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import parse_dataset_ref
+from zootriage.core.errors import (
     ArchiveTooLarge,
     BadArchive,
     BadReference,
@@ -23,7 +23,7 @@ from core.errors import (
     PathOutsideRoots,
     UnknownDataset,
 )
-from core.zoo.preprocess import Preprocess
+from zootriage.core.zoo.preprocess import Preprocess
 
 RGB = Preprocess(crop=(32, 32), resize=36)
 

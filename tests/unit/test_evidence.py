@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from core.evidence import (
+from zootriage.core.evidence import (
     EVIDENCE_PATH,
     build_evidence,
     evidence_for,

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import app
-from core.data.refs import Sampling, parse_dataset_ref
-from core.markers import Protocol
-from core.scoring import score
-from core.zoo.archive_check import check_file, program_extra
-from core.zoo.exporting import export_program
-from core.zoo.program_metadata import METADATA_FILE, ProgramMetadata, parse_metadata
-from core.zoo.programs import NO_PREPROCESS
-from core.zoo.refs import parse_model_ref
+from zootriage.app.cli import app
+from zootriage.core.data.refs import Sampling, parse_dataset_ref
+from zootriage.core.markers import Protocol
+from zootriage.core.scoring import score
+from zootriage.core.zoo.archive_check import check_file, program_extra
+from zootriage.core.zoo.exporting import export_program
+from zootriage.core.zoo.program_metadata import METADATA_FILE, ProgramMetadata, parse_metadata
+from zootriage.core.zoo.programs import NO_PREPROCESS
+from zootriage.core.zoo.refs import parse_model_ref
 
 WEIGHTS = Path(sysconfig.get_paths()["purelib"]) / "ccexam" / "weights" / "mnist.pth"
 QUICK = Protocol(points_per_class=10, n_t=50, seed=0)

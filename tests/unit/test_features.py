@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.data.images import FittedImages
-from core.data.open import open_dataset
-from core.data.refs import Sampling, parse_dataset_ref
-from core.data.sampling import sample
-from core.features import extract
-from core.zoo.loader import load_model
-from core.zoo.refs import parse_model_ref
+from zootriage.core.data.images import FittedImages
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import Sampling, parse_dataset_ref
+from zootriage.core.data.sampling import sample
+from zootriage.core.features import extract
+from zootriage.core.zoo.loader import load_model
+from zootriage.core.zoo.refs import parse_model_ref
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_no_worker_processes_inside_a_daemon(monkeypatch: pytest.MonkeyPatch) ->
 
     import torch
 
-    from core.features import default_workers
+    from zootriage.core.features import default_workers
 
     assert default_workers(torch.device("cpu")) >= 1
     monkeypatch.setattr(multiprocessing.current_process(), "daemon", True)  # as in a Celery prefork child

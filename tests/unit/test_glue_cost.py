@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.glue_cost import active_set_size, glue_seconds, peak_bytes
+from zootriage.core.glue_cost import active_set_size, glue_seconds, peak_bytes
 
 
 def test_linear_in_repeats_and_in_draws_on_the_primal_route():

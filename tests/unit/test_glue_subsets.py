@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from core.examples import relu_like
-from core.glue import analyze
-from core.glue_subsets import repeat_subsets
-from core.markers import Protocol, compute_markers
+from zootriage.core.examples import relu_like
+from zootriage.core.glue import analyze
+from zootriage.core.glue_subsets import repeat_subsets
+from zootriage.core.markers import Protocol, compute_markers
 
 
 def labels(sizes: list[int]) -> np.ndarray:

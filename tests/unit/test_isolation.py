@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from core.errors import CheckpointKeyMismatch, TimeLimit
-from core.isolation import ChildLimits, isolation, run_isolated
+from zootriage.core.errors import CheckpointKeyMismatch, TimeLimit
+from zootriage.core.isolation import ChildLimits, isolation, run_isolated
 
 PROBE = "tests.isolation_probe"
 

@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_database_models_and_the_protocol_import_no_torch() -> None:
     probe = (
-        "import sys, app.db.models, app.db.session, core.protocol; "
-        "print(sorted(m for m in ('torch', 'fastapi', 'core.zoo', 'core.data') if m in sys.modules))"
+        "import sys, zootriage.app.db.models, zootriage.app.db.session, zootriage.core.protocol; "
+        "heavy = ('torch', 'fastapi', 'zootriage.core.zoo', 'zootriage.core.data'); "
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(

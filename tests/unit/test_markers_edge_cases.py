@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from core.markers import Protocol, compute_markers, list_markers
+from zootriage.core.markers import Protocol, compute_markers, list_markers
 
 RNG = np.random.default_rng(0)
 TWO = np.repeat([0, 1], 10)

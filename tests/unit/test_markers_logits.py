@@ -5,8 +5,8 @@ import pytest
 from scipy.special import softmax
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from core.markers import MarkerUndefined
-from core.markers import logits as lg
+from zootriage.core.markers import MarkerUndefined
+from zootriage.core.markers import logits as lg
 
 
 @pytest.fixture

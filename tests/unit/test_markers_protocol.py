@@ -5,8 +5,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from core.markers import Protocol
-from core.protocol import DEFAULT_REPEATS
+from zootriage.core.markers import Protocol
+from zootriage.core.protocol import DEFAULT_REPEATS
 
 
 def test_defaults_are_the_papers_protocol():

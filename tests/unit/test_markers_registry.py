@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.markers import MarkerValue, get_marker, list_markers, register_marker
-from core.markers import registry as registry_module
+from zootriage.core.markers import MarkerValue, get_marker, list_markers, register_marker
+from zootriage.core.markers import registry as registry_module
 
 GEOMETRY = [
     "capacity",

@@ -5,8 +5,8 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.linear_model import BayesianRidge
 
-from core.markers import MarkerUndefined
-from core.markers.transferability import h_score, logme
+from zootriage.core.markers import MarkerUndefined
+from zootriage.core.markers.transferability import h_score, logme
 
 
 def _direct_log_evidence(features, y, alpha, beta):

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from core.examples import example, gaussian_manifolds, relu_like
-from core.glue import MARKERS, glue_inputs, solve_draws
-from core.glue import _summarize as summarize
-from core.glue_geometry import anchor_coefficients, anchor_points
-from core.nnls import solve_batched
+from zootriage.core.examples import example, gaussian_manifolds, relu_like
+from zootriage.core.glue import MARKERS, glue_inputs, solve_draws
+from zootriage.core.glue import _summarize as summarize
+from zootriage.core.glue_geometry import anchor_coefficients, anchor_points
+from zootriage.core.nnls import solve_batched
 
 CPU = torch.device("cpu")
 DATASETS = {
@@ -66,8 +66,8 @@ _P, _M, _N, _N_T = 200, 50, 256, 4
 _MEMORY_SCRIPT = f"""
 import json, resource
 import numpy as np, torch
-from core.examples import relu_like
-from core.glue import solve_draws, glue_inputs
+from zootriage.core.examples import relu_like
+from zootriage.core.glue import solve_draws, glue_inputs
 
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.schemas.jobs import JobRequest
-from core.data.open import open_dataset
-from core.data.refs import PER_CLASS_MAX, Sampling, parse_dataset_ref
-from core.data.sampling import sample
-from core.markers import Protocol
+from zootriage.app.schemas.jobs import JobRequest
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import PER_CLASS_MAX, Sampling, parse_dataset_ref
+from zootriage.core.data.sampling import sample
+from zootriage.core.markers import Protocol
 
 
 def test_default_per_class_is_points_times_repeats_and_explicit_requests_are_kept() -> None:

@@ -10,12 +10,12 @@ from typing import BinaryIO
 import numpy as np
 import pytest
 
-from core.data.refs import Sampling, parse_dataset_ref
-from core.errors import InsufficientStorage, PathOutsideRoots, ZooError
-from core.markers import Protocol
-from core.scoring import score
-from core.zoo.refs import parse_model_ref
-from core.zoo.weights import sha256_file
+from zootriage.core.data.refs import Sampling, parse_dataset_ref
+from zootriage.core.errors import InsufficientStorage, PathOutsideRoots, ZooError
+from zootriage.core.markers import Protocol
+from zootriage.core.scoring import score
+from zootriage.core.zoo.refs import parse_model_ref
+from zootriage.core.zoo.weights import sha256_file
 
 QUICK = Protocol(points_per_class=20, n_t=100, seed=0)
 

@@ -1,4 +1,4 @@
-"""The CPU thread policy (core.threads) and its use in the solver and in the worker's pool children."""
+"""The CPU thread policy (core/threads.py) and its use in the solver and in the worker's pool children."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch
 
-import core.nnls
-from core.features import default_workers
-from core.threads import single_threaded, thread_budget
+import zootriage.core.nnls
+from zootriage.core.features import default_workers
+from zootriage.core.threads import single_threaded, thread_budget
 
 
 @pytest.mark.parametrize(
@@ -40,20 +40,21 @@ def test_single_threaded_on_the_cpu_restores_the_count_even_on_error():
 def test_solver_steps_run_single_threaded_on_the_cpu(monkeypatch):
     """Every block of the batched solver sees one intra-op thread; the caller's count comes back."""
     seen: list[int] = []
-    solve_block = core.nnls._solve_block
+    solve_block = zootriage.core.nnls._solve_block
 
     def spy(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return solve_block(*args, **kwargs)
 
-    monkeypatch.setattr(core.nnls, "_solve_block", spy)
+    monkeypatch.setattr(zootriage.core.nnls, "_solve_block", spy)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
         gen = torch.Generator().manual_seed(0)
         points = torch.randn(30, 8, generator=gen, dtype=torch.float64)
         signs = torch.where(torch.rand(5, 30, generator=gen) < 0.5, -1.0, 1.0).double()
-        _, ok = core.nnls.solve_batched(points, signs, torch.randn(5, 8, generator=gen, dtype=torch.float64))
+        targets = torch.randn(5, 8, generator=gen, dtype=torch.float64)
+        _, ok = zootriage.core.nnls.solve_batched(points, signs, targets)
         assert bool(ok.all())
         assert seen == [1]
         assert torch.get_num_threads() == 2
@@ -63,8 +64,8 @@ def test_solver_steps_run_single_threaded_on_the_cpu(monkeypatch):
 
 _POOL_CHILD = """
 import json, os, torch
-from app.settings import Settings
-from worker.gpus import prepare_pool_child
+from zootriage.app.settings import Settings
+from zootriage.worker.gpus import prepare_pool_child
 torch.set_num_threads(64)
 prepare_pool_child(Settings(gpus=0))
 print(json.dumps({"threads": torch.get_num_threads(), "cores": os.cpu_count()}))

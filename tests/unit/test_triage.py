@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.noise import CONFIDENCE
-from core.triage import (
+from zootriage.core.noise import CONFIDENCE
+from zootriage.core.triage import (
     GateRule,
     MarkerRecord,
     RuleError,

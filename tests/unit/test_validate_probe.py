@@ -10,9 +10,15 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from core.validate.datasets import load
-from core.validate.probe import ProbeSplit, choose_c, probe_accuracy, split_features, stratified_split
-from core.validate.train import TrainSpec, build, forward, train
+from zootriage.core.validate.datasets import load
+from zootriage.core.validate.probe import (
+    ProbeSplit,
+    choose_c,
+    probe_accuracy,
+    split_features,
+    stratified_split,
+)
+from zootriage.core.validate.train import TrainSpec, build, forward, train
 
 
 def _blobs(seed: int) -> tuple[np.ndarray, np.ndarray]:

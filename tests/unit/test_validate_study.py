@@ -11,11 +11,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from app.cli import app
-from core.validate.analysis import analyze_study
-from core.validate.config import load_config, parse_config
-from core.validate.report import write_report
-from core.validate.study import run_study
+from zootriage.app.cli import app
+from zootriage.core.validate.analysis import analyze_study
+from zootriage.core.validate.config import load_config, parse_config
+from zootriage.core.validate.report import write_report
+from zootriage.core.validate.study import run_study
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

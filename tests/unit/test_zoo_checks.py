@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torchvision
 
-from core.errors import UnknownModel, WeightsNotAvailable
-from core.zoo.checks import canonical_model
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
+from zootriage.core.errors import UnknownModel, WeightsNotAvailable
+from zootriage.core.zoo.checks import canonical_model
+from zootriage.core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef
 
 
 def test_torchvision_default_resolves_to_its_member_when_cached(

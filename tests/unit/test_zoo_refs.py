@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import BadReference
-from core.zoo.refs import CheckpointRef, TimmRef, TorchvisionRef, parse_model_ref, validate_model_ref
+from zootriage.core.errors import BadReference
+from zootriage.core.zoo.refs import (
+    CheckpointRef,
+    TimmRef,
+    TorchvisionRef,
+    parse_model_ref,
+    validate_model_ref,
+)
 
 
 def test_short_strings() -> None:

@@ -11,18 +11,18 @@ import torch
 from safetensors.torch import save_file
 from torchvision.transforms.functional import to_pil_image
 
-from core.data.builtin import open_builtin
-from core.data.images import FittedImages, fit
-from core.data.refs import Sampling
-from core.data.sampling import sample
-from core.errors import UnknownModel, WeightsNotAvailable
-from core.features import extract
-from core.zoo import timm_zoo
-from core.zoo.loader import load_model
-from core.zoo.preprocess import from_timm
-from core.zoo.refs import parse_model_ref
-from core.zoo.weights import read_state_dict
 from tests.conftest import SITE
+from zootriage.core.data.builtin import open_builtin
+from zootriage.core.data.images import FittedImages, fit
+from zootriage.core.data.refs import Sampling
+from zootriage.core.data.sampling import sample
+from zootriage.core.errors import UnknownModel, WeightsNotAvailable
+from zootriage.core.features import extract
+from zootriage.core.zoo import timm_zoo
+from zootriage.core.zoo.loader import load_model
+from zootriage.core.zoo.preprocess import from_timm
+from zootriage.core.zoo.refs import parse_model_ref
+from zootriage.core.zoo.weights import read_state_dict
 
 
 def _lite0_in_timm_keys(tmp_path: Path) -> Path:

@@ -11,13 +11,13 @@ import torchvision
 from safetensors.torch import save_file
 from torchvision.transforms.functional import to_pil_image
 
-from core.data.builtin import open_builtin
-from core.data.images import fit
-from core.errors import UnknownModel, WeightsNotAvailable
-from core.zoo.loader import load_model
-from core.zoo.refs import parse_model_ref
-from core.zoo.torchvision_zoo import v1_v2_pairs
-from core.zoo.weights import sha256_file
+from zootriage.core.data.builtin import open_builtin
+from zootriage.core.data.images import fit
+from zootriage.core.errors import UnknownModel, WeightsNotAvailable
+from zootriage.core.zoo.loader import load_model
+from zootriage.core.zoo.refs import parse_model_ref
+from zootriage.core.zoo.torchvision_zoo import v1_v2_pairs
+from zootriage.core.zoo.weights import sha256_file
 
 
 @pytest.fixture
