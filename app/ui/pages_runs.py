@@ -15,7 +15,7 @@ from app.api.runs import MARKER_NAME
 from app.db.paging import CREATED
 from app.db.run_queries import RunFilter
 from app.services.errors import ServiceError
-from app.services.runs import csv_rows, history_filter, history_page, run_page_parts
+from app.services.runs import csv_rows, history_filter, history_page, run_page_parts, tag_filter
 from app.ui.templating import render
 from core.markers import list_markers
 
@@ -25,11 +25,16 @@ router = APIRouter()
 DEFAULT_COLUMNS = ("capacity", "dimension", "radius", "utilization", "id_accuracy")
 PAGE = 50
 Text = Annotated[str | None, Query(max_length=128)]
-Number = Annotated[float | None, Query()]
+Tags = Annotated[list[str] | None, Query(max_length=16, description="key=value; every one must hold")]
 
 
 def _blank_to_none(value: str | None) -> str | None:
     return value.strip() or None if value else None
+
+
+def _given(tags: list[str] | None) -> list[str]:
+    """The tag fields the user filled in (the form always sends one more, empty)."""
+    return [text for text in (_blank_to_none(t) for t in tags or []) if text is not None]
 
 
 @router.get("/runs", response_class=HTMLResponse)
@@ -38,6 +43,8 @@ def history(
     session: SessionDep,
     settings: SettingsDep,
     architecture: Text = None,
+    name: Text = None,
+    tag: Tags = None,
     weights: Text = None,
     dataset: Text = None,
     marker: Text = None,
@@ -53,6 +60,7 @@ def history(
     columns = [c for c in (cols or DEFAULT_COLUMNS) if c in names]
     params = {
         "architecture": _blank_to_none(architecture),
+        "name": _blank_to_none(name),
         "weights": _blank_to_none(weights),
         "dataset": _blank_to_none(dataset),
         "marker": _blank_to_none(marker),
@@ -62,11 +70,15 @@ def history(
         "order": order,
         "limit": str(limit) if limit != PAGE else None,
     }
-    context: dict[str, Any] = {"params": params, "names": names, "columns": columns}
+    tags = _given(tag)
+    context: dict[str, Any] = {"params": params, "tags": tags, "names": names, "columns": columns}
     context.update(runs=[])
     try:
         bounds = (params["marker"], _bound(params["min"], "min"), _bound(params["max"], "max"))
-        flt = RunFilter(params["architecture"], params["weights"], params["dataset"], *bounds)
+        flt = RunFilter(
+            params["architecture"], params["weights"], params["dataset"], *bounds,
+            name=params["name"], tags=tag_filter(tags),
+        )
         flt = history_filter(flt, sort)
         descending = order == "desc"
         after = decode_cursor(cursor, sort, descending) if cursor else None
@@ -74,7 +86,8 @@ def history(
         runs, next_key = history_page(session, flt, sort, descending, size, after)
     except ServiceError as exc:
         return render(request, "runs.html", {**context, "error": exc}, status=exc.status)
-    query = [(k, v) for k, v in params.items() if v is not None] + [("cols", c) for c in columns]
+    query = [(k, v) for k, v in params.items() if v is not None] + [("tag", t) for t in tags]
+    query += [("cols", c) for c in columns]
     csv_query = [(k, v) for k, v in query if k != "limit"]
     next_url = None
     if next_key is not None:
@@ -102,6 +115,8 @@ def _bound(text: str | None, name: str) -> float | None:
 def history_csv(
     settings: SettingsDep,
     architecture: Text = None,
+    name: Text = None,
+    tag: Tags = None,
     weights: Text = None,
     dataset: Text = None,
     marker: Text = None,
@@ -110,7 +125,11 @@ def history_csv(
     sort: Annotated[str, Query(pattern=MARKER_NAME)] = CREATED,
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
 ) -> StreamingResponse:
-    flt = history_filter(RunFilter(architecture, weights, dataset, marker, marker_min, marker_max), sort)
+    flt = RunFilter(
+        architecture, weights, dataset, marker, marker_min, marker_max,
+        name=_blank_to_none(name), tags=tag_filter(_given(tag)),
+    )
+    flt = history_filter(flt, sort)
     rows = csv_rows(settings.effective_database_url, flt, sort, order == "desc")
     headers = {"Content-Disposition": 'attachment; filename="runs.csv"'}
     return StreamingResponse(rows, media_type="text/csv", headers=headers)
