@@ -39,7 +39,7 @@ def test_the_pairs_index_lists_every_pair_and_queues_nothing(client: TestClient,
     assert "<table" not in client.get("/recommendations").text  # no dataset yet: only the form
     page = client.get("/recommendations?dataset=builtin:mnist&per_class=20")
     assert page.status_code == 200
-    assert page.text.count('<tr class="pair">') == len(weight_pairs()) == 24
+    assert page.text.count('<tr class="pair" ') == len(weight_pairs()) == 24
     assert page.text.count("not scored yet") == 24
     with session_scope(clean_db) as session:
         assert session.scalar(select(func.count()).select_from(Job)) == 0
