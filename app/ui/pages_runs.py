@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -50,6 +51,8 @@ def history(
     marker: Text = None,
     marker_min: Annotated[str | None, Query(alias="min", max_length=32)] = None,
     marker_max: Annotated[str | None, Query(alias="max", max_length=32)] = None,
+    created_after: Annotated[str | None, Query(max_length=40)] = None,
+    created_before: Annotated[str | None, Query(max_length=40)] = None,
     sort: Annotated[str, Query(pattern=MARKER_NAME)] = CREATED,
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
     cursor: Annotated[str | None, Query(max_length=CURSOR_MAX)] = None,
@@ -66,6 +69,8 @@ def history(
         "marker": _blank_to_none(marker),
         "min": _blank_to_none(marker_min),
         "max": _blank_to_none(marker_max),
+        "created_after": _blank_to_none(created_after),
+        "created_before": _blank_to_none(created_before),
         "sort": sort,
         "order": order,
         "limit": str(limit) if limit != PAGE else None,
@@ -77,6 +82,8 @@ def history(
         bounds = (params["marker"], _bound(params["min"], "min"), _bound(params["max"], "max"))
         flt = RunFilter(
             params["architecture"], params["weights"], params["dataset"], *bounds,
+            created_after=_moment(params["created_after"], "created_after"),
+            created_before=_moment(params["created_before"], "created_before"),
             name=params["name"], tags=tag_filter(tags),
         )
         flt = history_filter(flt, sort)
@@ -111,6 +118,20 @@ def _bound(text: str | None, name: str) -> float | None:
         raise ServiceError(422, "invalid_request", f"{name}: {text!r} is not a number") from None
 
 
+def _moment(text: str | None, name: str) -> datetime | None:
+    """An ISO 8601 date or date-time from the form (``2026-01-31`` or ``2026-01-31T12:00``); one
+    without a zone is UTC, as the stored ``created_at`` is."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ServiceError(
+            422, "invalid_request", f"{name}: {text!r} is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 @router.get("/runs.csv")
 def history_csv(
     settings: SettingsDep,
@@ -122,11 +143,15 @@ def history_csv(
     marker: Text = None,
     marker_min: Annotated[float | None, Query(alias="min")] = None,
     marker_max: Annotated[float | None, Query(alias="max")] = None,
+    created_after: Annotated[str | None, Query(max_length=40)] = None,
+    created_before: Annotated[str | None, Query(max_length=40)] = None,
     sort: Annotated[str, Query(pattern=MARKER_NAME)] = CREATED,
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "desc",
 ) -> StreamingResponse:
     flt = RunFilter(
         architecture, weights, dataset, marker, marker_min, marker_max,
+        created_after=_moment(_blank_to_none(created_after), "created_after"),
+        created_before=_moment(_blank_to_none(created_before), "created_before"),
         name=_blank_to_none(name), tags=tag_filter(_given(tag)),
     )
     flt = history_filter(flt, sort)
