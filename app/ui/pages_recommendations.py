@@ -49,8 +49,11 @@ def _scoring(asked: dict[str, str]) -> ScoringPlan:
 @router.get("/recommendations", response_class=HTMLResponse)
 def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
     asked = _asked(request)
-    count = len(recommendation_service.weight_pairs())
-    context = {"asked": asked, "items": None, "error": None, "count": count, "query": urlencode(asked)}
+    architectures = sorted(recommendation_service.weight_pairs())
+    context = {
+        "asked": asked, "items": None, "error": None, "count": len(architectures), "query": urlencode(asked),
+        "architectures": architectures,
+    }
     if "dataset" not in asked:
         return render(request, "recommendations.html", context)
     try:
@@ -58,9 +61,7 @@ def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
     except ServiceError as exc:
         return render(request, "recommendations.html", {**context, "error": exc}, status=exc.status)
     rule = triage_service.triage_rule("geometry")
-    items = recommendation_service.recommendations_so_far(
-        session, scoring, sorted(recommendation_service.weight_pairs()), rule
-    )
+    items = recommendation_service.recommendations_so_far(session, scoring, architectures, rule)
     used = triage_service.rule_used(rule, scoring.protocol)
     return render(request, "recommendations.html", {**context, "items": items, "rule": used})
 
