@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
-
-from app.db.run_queries import RunWithMarkers, runs_with_markers
-from app.schemas.backtests import BacktestOut, BacktestRequest
-from app.services.errors import ServiceError
-from core.evidence import RuleEvidence, evidence_for, load_evidence
-from core.validate.stats import Record, backtest
+from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
+from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
+from zootriage.app.services.errors import ServiceError
+from zootriage.core.evidence import RuleEvidence, evidence_for, load_evidence
+from zootriage.core.validate.stats import Record, backtest
 
 SHOWN_MISSING = 10
 

@@ -7,22 +7,21 @@ from dataclasses import dataclass
 from functools import cache
 
 from sqlalchemy.orm import Session
-
-from app.db.models import Run
-from app.db.run_key import request_key
-from app.db.run_queries import markers_of
-from app.db.triage_queries import newest_runs_by_request
-from app.labels import warnings_of
-from app.schemas.triage import (
+from zootriage.app.db.models import Run
+from zootriage.app.db.run_key import request_key
+from zootriage.app.db.run_queries import markers_of
+from zootriage.app.db.triage_queries import newest_runs_by_request
+from zootriage.app.labels import warnings_of
+from zootriage.app.schemas.triage import (
     Comparison,
     Pending,
     Recommendation,
     RecommendationSummary,
     WeightsOut,
 )
-from app.services.admission import normalised_request
-from app.services.errors import ServiceError
-from app.services.triage import (
+from zootriage.app.services.admission import normalised_request
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.triage import (
     Gathered,
     ScoringPlan,
     Wanted,
@@ -31,16 +30,16 @@ from app.services.triage import (
     record_of,
     rule_used,
 )
-from app.settings import Settings
-from core.triage import (
+from zootriage.app.settings import Settings
+from zootriage.core.triage import (
     Rule,
     Verdict,
     accuracy_pick,
     verdict,
 )
-from core.zoo import WeightsPair, v1_v2_pairs
-from core.zoo.refs import TorchvisionRef
-from core.zoo.torchvision_zoo import weights_enum
+from zootriage.core.zoo import WeightsPair, v1_v2_pairs
+from zootriage.core.zoo.refs import TorchvisionRef
+from zootriage.core.zoo.torchvision_zoo import weights_enum
 
 V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
 

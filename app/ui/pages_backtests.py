@@ -18,16 +18,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
-
-from app.api.deps import SessionDep
-from app.schemas.backtests import MAX_RUNS, BacktestRequest
-from app.services import backtests as backtest_service
-from app.services.errors import ServiceError
-from app.ui.plots import marker_scatter
-from app.ui.session import check_csrf
-from app.ui.templating import render
-from core.markers import list_markers
-from core.noise import Estimate
+from zootriage.app.api.deps import SessionDep
+from zootriage.app.schemas.backtests import MAX_RUNS, BacktestRequest
+from zootriage.app.services import backtests as backtest_service
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.ui.plots import marker_scatter
+from zootriage.app.ui.session import check_csrf
+from zootriage.app.ui.templating import render
+from zootriage.core.markers import list_markers
+from zootriage.core.noise import Estimate
 
 router = APIRouter()
 

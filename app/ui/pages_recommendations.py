@@ -15,15 +15,14 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
-
-from app.api.deps import SessionDep
-from app.api.recommendations import ScoringQuery, scoring_query
-from app.services import recommendations as recommendation_service
-from app.services import triage as triage_service
-from app.services.errors import ServiceError
-from app.services.triage import ScoringPlan
-from app.ui.templating import render
-from core.errors import ZooError
+from zootriage.app.api.deps import SessionDep
+from zootriage.app.api.recommendations import ScoringQuery, scoring_query
+from zootriage.app.services import recommendations as recommendation_service
+from zootriage.app.services import triage as triage_service
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.triage import ScoringPlan
+from zootriage.app.ui.templating import render
+from zootriage.core.errors import ZooError
 
 router = APIRouter()
 FIELDS = tuple(ScoringQuery.model_fields)

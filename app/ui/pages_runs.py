@@ -9,16 +9,15 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
-
-from app.api.cursor import CURSOR_MAX, PageLimit, decode_cursor, encode_cursor
-from app.api.deps import SessionDep, SettingsDep
-from app.api.runs import MARKER_NAME
-from app.db.paging import CREATED
-from app.db.run_queries import RunFilter
-from app.services.errors import ServiceError
-from app.services.runs import csv_rows, history_filter, history_page, run_page_parts, tag_filter
-from app.ui.templating import render
-from core.markers import list_markers
+from zootriage.app.api.cursor import CURSOR_MAX, PageLimit, decode_cursor, encode_cursor
+from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.api.runs import MARKER_NAME
+from zootriage.app.db.paging import CREATED
+from zootriage.app.db.run_queries import RunFilter
+from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.runs import csv_rows, history_filter, history_page, run_page_parts, tag_filter
+from zootriage.app.ui.templating import render
+from zootriage.core.markers import list_markers
 
 router = APIRouter()
 

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 import matplotlib
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
-
-from core.noise import Estimate
+from zootriage.core.noise import Estimate
 
 
 def _se(estimate: Estimate) -> float:

@@ -8,8 +8,7 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-
-from app.ui import (
+from zootriage.app.ui import (
     forms,
     login,
     pages_backtests,
@@ -19,9 +18,9 @@ from app.ui import (
     pages_recommendations,
     pages_runs,
 )
-from app.ui.deps import PageRead
-from app.ui.docs import install_docs
-from app.ui.session import LoginNeeded
+from zootriage.app.ui.deps import PageRead
+from zootriage.app.ui.docs import install_docs
+from zootriage.app.ui.session import LoginNeeded
 
 STATIC = Path(__file__).parent / "static"
 

@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 from fastapi.testclient import TestClient
+from zootriage.app.db.session import session_scope
+from zootriage.core.evidence import load_evidence
 
-from app.db.session import session_scope
-from core.evidence import load_evidence
 from tests.integration.seeding import fake_run
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
+from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.session import session_scope
 
-from app.db.models import Job, Marker, Run
-from app.db.session import session_scope
 from tests.integration.browser import Watched, chromium, watched_page
 from tests.integration.seeding import fake_run
 from tests.integration.stack import Stack

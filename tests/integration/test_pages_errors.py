@@ -7,10 +7,9 @@ import uuid
 
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
-
-from app.db.models import Job
-from app.db.session import session_scope
-from app.services.recommendations import weight_pairs
+from zootriage.app.db.models import Job
+from zootriage.app.db.session import session_scope
+from zootriage.app.services.recommendations import weight_pairs
 
 
 def test_unknown_ids_and_bad_queries_are_4xx_pages(client: TestClient) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from zootriage.app.db.models import Run, RunTag
+from zootriage.app.db.session import session_scope
 
-from app.db.models import Run, RunTag
-from app.db.session import session_scope
 from tests.integration.seeding import seed_runs
 
 
