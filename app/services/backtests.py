@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
 from zootriage.app.services.errors import ServiceError
+from zootriage.core.evidence import RuleEvidence, evidence_for, load_evidence
 from zootriage.core.validate.stats import Record, backtest
 
 SHOWN_MISSING = 10
@@ -41,8 +44,21 @@ def _check_comparable(found: Mapping[uuid.UUID, RunWithMarkers]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class BacktestAnswer:
+    """The answer of ``POST /v1/backtests`` and the per-run records it was computed from (for plots)."""
+
+    result: BacktestOut
+    records: list[Record]
+
+
 def run_backtest(session: Session, body: BacktestRequest) -> BacktestOut:
     """Correlate every marker (or those named) of the named runs with the outcomes given for them."""
+    return backtest_with_records(session, body).result
+
+
+def backtest_with_records(session: Session, body: BacktestRequest) -> BacktestAnswer:
+    """``run_backtest`` with each run's record (id, architecture, outcome, marker values) beside it."""
     found = runs_with_markers(session, body.outcomes.keys())
     missing = [str(run_id) for run_id in body.outcomes if run_id not in found]
     if missing:
@@ -65,4 +81,28 @@ def run_backtest(session: Session, body: BacktestRequest) -> BacktestOut:
         result = backtest(records, body.markers, n_boot=body.n_boot, seed=body.seed)
     except ValueError as exc:
         raise ServiceError(422, "invalid_backtest", str(exc)) from None
-    return BacktestOut.model_validate(result.to_dict())
+    return BacktestAnswer(BacktestOut.model_validate(result.to_dict()), records)
+
+
+@dataclass(frozen=True)
+class StudyEvidence:
+    """The project's own back-test study (``core/evidence.json``): each outcome's rules, primary first."""
+
+    study: str
+    version: int
+    primary_outcome: str
+    default: dict[str, Any] | None
+    outcomes: list[tuple[str, list[RuleEvidence]]]
+
+
+def study_evidence() -> StudyEvidence:
+    """Every rule of every outcome as ``core.evidence.RuleEvidence`` (win rate with its Wilson interval,
+    ID accuracy's rate on the same pairs, Δ with its interval for version 2, and ``beats_id_accuracy``)."""
+    doc = load_evidence()
+    primary = str(doc["primary_outcome"])
+    names = sorted(doc["outcomes"], key=lambda name: (name != primary, name))
+    outcomes = []
+    for outcome in names:
+        rules = [evidence_for(key, outcome) for key in sorted(doc["outcomes"][outcome]["rules"])]
+        outcomes.append((outcome, [rule for rule in rules if rule is not None]))
+    return StudyEvidence(str(doc["study"]), int(doc["version"]), primary, doc.get("default"), outcomes)

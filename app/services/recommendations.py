@@ -3,10 +3,12 @@ until both runs are stored), and the verdicts the stored runs already give."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 from sqlalchemy.orm import Session
 
+from zootriage.app.db.models import Run
 from zootriage.app.db.run_key import request_key
 from zootriage.app.db.run_queries import markers_of
 from zootriage.app.db.triage_queries import newest_runs_by_request
@@ -21,6 +23,7 @@ from zootriage.app.schemas.triage import (
 from zootriage.app.services.admission import normalised_request
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.triage import (
+    Gathered,
     ScoringPlan,
     Wanted,
     gather,
@@ -40,8 +43,6 @@ from zootriage.core.zoo.refs import TorchvisionRef
 from zootriage.core.zoo.torchvision_zoo import weights_enum
 
 V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
-
-
 
 
 @cache
@@ -85,14 +86,15 @@ def _picks_agree(decision: str, by_accuracy: str) -> bool | None:
     return None if "undecided" in (decision, by_accuracy) else decision == by_accuracy
 
 
-def recommend(
-    session: Session, settings: Settings, arch: str, scoring: ScoringPlan, rule: Rule
-) -> Pending | Recommendation:
-    pair = pair_of(arch)
-    refs = {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
-    gathered = gather(session, settings, {key: Wanted(ref) for key, ref in refs.items()}, scoring)
-    if (pending := gathered.pending()) is not None:
-        return pending
+def _refs(arch: str) -> dict[str, TorchvisionRef]:
+    return {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
+
+
+def _recommendation(
+    pair: WeightsPair, gathered: Gathered, rule: Rule, scoring: ScoringPlan
+) -> Recommendation:
+    """The verdict on both stored runs, beside what ImageNet acc@1 alone would pick."""
+    arch, refs = pair.arch, _refs(pair.arch)
     result = verdict(gathered.record(V1, V1), gathered.record(V2, V2), rule)
     by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
 
@@ -120,12 +122,22 @@ def recommend(
     )
 
 
-def recommendations_so_far(
-    session: Session, scoring: ScoringPlan, architectures: list[str], rule: Rule
-) -> list[RecommendationSummary]:
-    """The verdicts the stored runs already give, computing nothing and opening nothing: an
-    architecture whose two runs are not both stored for this dataset, sampling and protocol (found by
-    request key) has ``verdict=None``."""
+def recommend(
+    session: Session, settings: Settings, arch: str, scoring: ScoringPlan, rule: Rule
+) -> Pending | Recommendation:
+    pair = pair_of(arch)
+    wanted = {key: Wanted(ref) for key, ref in _refs(arch).items()}
+    gathered = gather(session, settings, wanted, scoring)
+    if (pending := gathered.pending()) is not None:
+        return pending
+    return _recommendation(pair, gathered, rule, scoring)
+
+
+def _stored_runs(
+    session: Session, scoring: ScoringPlan, architectures: list[str]
+) -> dict[tuple[str, str], Run]:
+    """The newest stored run of each (architecture, weights) under this dataset, sampling and protocol,
+    found by request key: nothing is queued."""
     keys = {
         (arch, weights): request_key(
             normalised_request(job_request(Wanted(TorchvisionRef(arch=arch, weights=weights)), scoring))
@@ -134,7 +146,40 @@ def recommendations_so_far(
         for weights in (V1, V2)
     }
     by_key = newest_runs_by_request(session, set(keys.values()))
-    latest = {pair: by_key[key] for pair, key in keys.items() if key in by_key}
+    return {pair: by_key[key] for pair, key in keys.items() if key in by_key}
+
+
+@dataclass(frozen=True)
+class StoredVerdict:
+    """One architecture's verdict from stored runs only: ``recommendation`` None until both weights are
+    scored; ``runs`` holds whichever of the two are stored (by weights name)."""
+
+    pair: WeightsPair
+    runs: dict[str, Run]
+    recommendation: Recommendation | None
+    id_accuracy_pick: str
+
+
+def stored_recommendation(session: Session, scoring: ScoringPlan, arch: str, rule: Rule) -> StoredVerdict:
+    """``recommend`` for a page: the same verdict, but from the stored runs alone (no job is queued);
+    404/422 as ``pair_of`` for an architecture without a pair."""
+    pair = pair_of(arch)
+    latest = _stored_runs(session, scoring, [arch])
+    runs = {weights: latest[(arch, weights)] for weights in (V1, V2) if (arch, weights) in latest}
+    by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
+    if len(runs) < 2:
+        return StoredVerdict(pair, runs, None, by_accuracy)
+    gathered = Gathered(runs, [], markers_of(session, [run.id for run in runs.values()]))
+    return StoredVerdict(pair, runs, _recommendation(pair, gathered, rule, scoring), by_accuracy)
+
+
+def recommendations_so_far(
+    session: Session, scoring: ScoringPlan, architectures: list[str], rule: Rule
+) -> list[RecommendationSummary]:
+    """The verdicts the stored runs already give, computing nothing and opening nothing: an
+    architecture whose two runs are not both stored for this dataset, sampling and protocol (found by
+    request key) has ``verdict=None``."""
+    latest = _stored_runs(session, scoring, architectures)
     markers = markers_of(session, [run.id for run in latest.values()])
     pairs = weight_pairs()
     items = []

@@ -1,12 +1,18 @@
-"""``/recommendations``: the v1-vs-v2 pairs with the verdict their stored runs already give, if any.
+"""``/recommendations`` and ``/recommendations/{arch}``: the v1-vs-v2 pairs, and one pair's verdict in
+full, from the runs already stored.
 
-The same service call as GET /v1/recommendations (``recommendations_so_far``): it computes nothing and
-queues nothing, so a page view never starts work.
+The index is the same service call as GET /v1/recommendations (``recommendations_so_far``); the
+architecture's page asks ``stored_recommendation``, which builds the same ``Recommendation`` as
+GET /v1/recommendations/{arch} but from stored runs alone. Neither computes a marker or queues a job, so
+a page view never starts work (the API's GET may queue; it needs write access for that reason).
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
@@ -15,32 +21,77 @@ from zootriage.app.api.recommendations import ScoringQuery, scoring_query
 from zootriage.app.services import recommendations as recommendation_service
 from zootriage.app.services import triage as triage_service
 from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.triage import ScoringPlan
 from zootriage.app.ui.templating import render
 from zootriage.core.errors import ZooError
 
 router = APIRouter()
 FIELDS = tuple(ScoringQuery.model_fields)
+ARCH = r"^[A-Za-z0-9_\-]{1,64}$"
+
+
+def _asked(request: Request) -> dict[str, str]:
+    return {k: v for k, v in request.query_params.items() if k in FIELDS and v.strip()}
+
+
+def _scoring(asked: dict[str, str]) -> ScoringPlan:
+    """The dataset sample and protocol from the form, checked as the API checks its query; 4xx
+    ``ServiceError`` naming the field otherwise."""
+    try:
+        return scoring_query(ScoringQuery.model_validate(asked))
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise ServiceError(422, "invalid_request", where) from None
+    except ZooError as exc:
+        raise ServiceError(exc.http_status, exc.code, exc.message) from None
 
 
 @router.get("/recommendations", response_class=HTMLResponse)
 def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
-    asked = {k: v for k, v in request.query_params.items() if k in FIELDS and v.strip()}
-    count = len(recommendation_service.weight_pairs())
-    context = {"asked": asked, "items": None, "error": None, "count": count}
+    asked = _asked(request)
+    architectures = sorted(recommendation_service.weight_pairs())
+    context = {
+        "asked": asked, "items": None, "error": None, "count": len(architectures), "query": urlencode(asked),
+        "architectures": architectures,
+    }
     if "dataset" not in asked:
         return render(request, "recommendations.html", context)
     try:
-        scoring = scoring_query(ScoringQuery.model_validate(asked))
-    except ValidationError as exc:
-        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
-        error = ServiceError(422, "invalid_request", where)
-        return render(request, "recommendations.html", {**context, "error": error}, status=422)
-    except ZooError as exc:
-        error = ServiceError(exc.http_status, exc.code, exc.message)
-        return render(request, "recommendations.html", {**context, "error": error}, status=exc.http_status)
+        scoring = _scoring(asked)
+    except ServiceError as exc:
+        return render(request, "recommendations.html", {**context, "error": exc}, status=exc.status)
     rule = triage_service.triage_rule("geometry")
-    items = recommendation_service.recommendations_so_far(
-        session, scoring, sorted(recommendation_service.weight_pairs()), rule
-    )
+    items = recommendation_service.recommendations_so_far(session, scoring, architectures, rule)
     used = triage_service.rule_used(rule, scoring.protocol)
     return render(request, "recommendations.html", {**context, "items": items, "rule": used})
+
+
+@router.get("/recommendations/{arch}", response_class=HTMLResponse)
+def recommendation_page(
+    request: Request, session: SessionDep, arch: Annotated[str, Path(pattern=ARCH)]
+) -> HTMLResponse:
+    asked = _asked(request)
+    rule_name = request.query_params.get("rule", "geometry").strip() or "geometry"
+    context: dict[str, Any] = {
+        "arch": arch, "asked": asked, "rule_name": rule_name, "error": None, "shown": None
+    }
+    try:
+        pair = recommendation_service.pair_of(arch)
+    except ZooError as exc:
+        error = ServiceError(exc.http_status, exc.code, exc.message)
+        return render(request, "error.html", {"error": error}, status=exc.http_status)
+    except ServiceError as exc:
+        return render(request, "error.html", {"error": exc}, status=exc.status)
+    context["pair"] = pair
+    if "dataset" not in asked:
+        return render(request, "recommendation.html", context)
+    try:
+        if len(rule_name) > 64:
+            raise ServiceError(422, "invalid_request", "rule: at most 64 characters")
+        scoring = _scoring(asked)
+        rule = triage_service.triage_rule(rule_name)
+    except ServiceError as exc:
+        return render(request, "recommendation.html", {**context, "error": exc}, status=exc.status)
+    shown = recommendation_service.stored_recommendation(session, scoring, arch, rule)
+    used = triage_service.rule_used(rule, scoring.protocol)
+    return render(request, "recommendation.html", {**context, "shown": shown, "rule": used})

@@ -30,9 +30,11 @@ def marker_scatter(
     y: Sequence[Estimate | None],
     colour: Sequence[float | None],
     axes: tuple[str, str, str],
+    title: str | None = None,
 ) -> tuple[str, int]:
     """One point per run, linked to ``links[i]``; ``axes`` names (x, y, colour). Runs missing x or y
-    are left out. Returns the SVG text (no XML prologue, ready to inline) and the number of points."""
+    are left out; a value with no standard error (``se`` None) gets no error bar. Returns the SVG text
+    (no XML prologue, ready to inline) and the number of points."""
     kept = [i for i in range(len(labels)) if x[i] is not None and y[i] is not None]
     xs = [x[i].value for i in kept]  # type: ignore[union-attr]
     ys = [y[i].value for i in kept]  # type: ignore[union-attr]
@@ -41,16 +43,17 @@ def marker_scatter(
         fig = Figure(figsize=(7, 4.2), layout="constrained")
         FigureCanvasSVG(fig)
         ax = fig.subplots()
-        ax.errorbar(
-            xs, ys,
-            xerr=[_se(x[i]) for i in kept],  # type: ignore[arg-type]
-            yerr=[_se(y[i]) for i in kept],  # type: ignore[arg-type]
-            fmt="none", ecolor="#555", elinewidth=1, capsize=3, zorder=1,
-        )
+        if any(e is not None and e.se is not None for e in (*x, *y)):
+            ax.errorbar(
+                xs, ys,
+                xerr=[_se(x[i]) for i in kept],  # type: ignore[arg-type]
+                yerr=[_se(y[i]) for i in kept],  # type: ignore[arg-type]
+                fmt="none", ecolor="#555", elinewidth=1, capsize=3, zorder=1,
+            )
         shades = [colour[i] for i in kept]
         known = [c for c in shades if c is not None]
         points = ax.scatter(
-            xs, ys, s=70, zorder=2, edgecolors="#222", linewidths=0.6, cmap="viridis",
+            xs, ys, s=70, zorder=2, edgecolors="#222", linewidths=0.6, cmap="viridis" if known else None,
             c=[c if c is not None else math.nan for c in shades] if known else "#3b6fb6",
             plotnonfinite=True,
         )
@@ -62,6 +65,8 @@ def marker_scatter(
             ax.annotate(labels[i], (xv, yv), xytext=(5, 4), textcoords="offset points", fontsize=8)
         ax.set_xlabel(axes[0])
         ax.set_ylabel(axes[1])
+        if title:
+            ax.set_title(title)
         ax.grid(alpha=0.3)
         out = io.StringIO()
         fig.savefig(out, format="svg")

@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from zootriage.app.ui import (
     forms,
     login,
+    pages_backtests,
     pages_compare,
     pages_gates,
     pages_home,
@@ -30,7 +31,8 @@ def install_ui(app: FastAPI) -> None:
     app.mount("/static/ui", StaticFiles(directory=STATIC), name="ui-static")
 
     app.include_router(login.router, include_in_schema=False)
-    for module in (pages_home, pages_runs, pages_compare, pages_gates, pages_recommendations, forms):
+    pages = (pages_home, pages_runs, pages_compare, pages_gates, pages_recommendations, pages_backtests)
+    for module in (*pages, forms):
         app.include_router(module.router, dependencies=[PageRead], include_in_schema=False)
 
     @app.exception_handler(LoginNeeded)

@@ -45,15 +45,23 @@ def test_off_loopback_pages_need_a_read_key_given_through_the_login_form(
 ) -> None:
     key = stored_key(clean_db, Scope.read)
     with app_client(settings, **PUBLIC) as client:
-        for path in ("/", "/runs", "/runs.csv", "/compare?runs=x", "/ui/jobs"):
+        pages = (
+            "/", "/runs", "/runs.csv", "/compare?runs=x", "/ui/jobs", "/backtests", "/backtests/study",
+            "/recommendations/mobilenet_v2",
+        )
+        for path in pages:
             refused = client.get(path, follow_redirects=False)
             assert refused.status_code == 303 and refused.headers["location"].startswith("/login?"), path
+        posted = client.post("/backtests", data={"outcomes": "x"}, follow_redirects=False)
+        assert posted.status_code == 303 and posted.headers["location"].startswith("/login?")
         wrong = client.post("/login", data={"key": "nope", "csrf": _csrf(client)})
         assert wrong.status_code == 401 and "unauthorized" in _alerts(wrong.text)[0]
         _log_in(client, key)
         assert key not in str(client.get("/runs").url)
         assert client.get("/runs").status_code == 200
         assert client.get("/runs.csv").text.startswith("id,created_at")
+        for path in ("/backtests", "/backtests/study", "/recommendations/mobilenet_v2"):
+            assert client.get(path).status_code == 200, path
         # The cookie is for pages only: the API still wants the header.
         assert client.get("/v1/runs").status_code == 401
 

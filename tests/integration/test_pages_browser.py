@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from tests.integration.browser import Watched, chromium, watched_page
+from tests.integration.seeding import fake_run
 from tests.integration.stack import Stack
 from zootriage.app.db.models import Job, Marker, Run
 from zootriage.app.db.session import session_scope
@@ -115,6 +117,12 @@ def test_every_page_loads_offline_without_errors(
     assert page.locator("#rules-table tbody tr").count() == 2
     _visit(browser_page, f"{base}/recommendations?dataset=builtin:mnist", shots, "recommendations")
     assert page.locator("tr.pair").count() == 24
+    page.click("a[href^='/recommendations/mobilenet_v2?']")
+    page.wait_for_load_state("networkidle")
+    assert page.locator("#state-text").get_attribute("data-state") == "not-scored"  # and nothing queued
+    page.screenshot(path=shots / "recommendation.png", full_page=True)
+    _visit(browser_page, f"{base}/backtests/study", shots, "study")
+    assert page.locator("tr.rule").count() > 0
     _visit(browser_page, f"{base}/login", shots, "login")
     _visit(browser_page, f"{base}/docs", shots, "docs")
     page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)  # rendered from the local bundle
@@ -126,7 +134,12 @@ def test_pages_fit_a_phone_screen(stack: Stack, scored: list[str], shots: Path) 
     """Wide tables scroll inside their own box; the page itself never scrolls sideways."""
     with chromium() as browser:
         phone = watched_page(browser, width=390, height=844)
-        for name, path in (("home", "/"), ("runs", "/runs"), ("run", f"/runs/{scored[0]}")):
+        pages = (
+            ("home", "/"), ("runs", "/runs"), ("run", f"/runs/{scored[0]}"), ("backtests", "/backtests"),
+            ("study", "/backtests/study"),
+            ("recommendation", "/recommendations/mobilenet_v2?dataset=builtin:mnist"),
+        )
+        for name, path in pages:
             phone.page.goto(stack.base_url + path)
             phone.page.screenshot(path=shots / f"phone-{name}.png", full_page=True)
             overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
@@ -217,3 +230,42 @@ def test_a_failed_form_shows_its_error_next_to_the_field(stack: Stack, browser_p
     page.set_input_files("#file", files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"x"}])
     page.click("#upload-form button[type=submit]")
     assert page.wait_for_selector("#file-error:not(:empty)").inner_text().startswith("unsupported")
+
+
+@pytest.fixture
+def backtest_runs(stack: Stack, database_url: str) -> Iterator[list[str]]:
+    """Four runs of two architectures scored alike (a back-test needs one protocol and one dataset, and
+    the only upload small enough here is one model), written into the stack's database and removed after."""
+    runs = [fake_run(100 + i, architecture="resnet18" if i % 2 else "vgg11") for i in range(4)]
+    with session_scope(database_url) as session:
+        session.add_all(runs)
+        session.flush()
+        ids = [str(run.id) for run in runs]
+    yield ids
+    with session_scope(database_url) as session:
+        session.execute(Run.__table__.delete().where(Run.id.in_([uuid.UUID(i) for i in ids])))
+
+
+def test_the_backtest_scatter_has_one_point_per_run_and_a_bad_form_its_error(
+    stack: Stack, backtest_runs: list[str], browser_page: Watched, shots: Path
+) -> None:
+    page = browser_page.page
+    page.goto(f"{stack.base_url}/backtests")
+    lines = [f"{run},{0.6 + 0.1 * i}" for i, run in enumerate(backtest_runs)]
+    page.fill("#outcomes", "\n".join(["run_id,outcome", *lines]))
+    page.fill("#n_boot", "200")
+    page.click("#backtest-form button[type=submit]")
+    page.wait_for_selector("#scatter svg", timeout=30_000)
+    assert page.locator("#scatter").get_attribute("data-points") == str(len(backtest_runs))
+    points = page.locator("#scatter svg #points a")
+    assert {points.nth(i).get_attribute("xlink:href") for i in range(points.count())} == {
+        f"/runs/{run}" for run in backtest_runs
+    }
+    assert "dimension: r = " in (page.locator("#scatter").get_attribute("aria-label") or "")
+    assert page.locator("#backtest-table tr.pooled").count() >= 2
+    page.screenshot(path=shots / "backtests.png", full_page=True)
+    page.fill("#outcomes", "nonsense,0.5")
+    page.click("#backtest-form button[type=submit]")
+    page.wait_for_load_state()
+    assert "is not a run id" in page.locator("#outcomes-error").inner_text()
+    assert "422" in browser_page.console_errors.pop()  # Chromium logs the page's own status: expected

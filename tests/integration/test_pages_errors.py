@@ -36,10 +36,12 @@ def test_unknown_ids_and_bad_queries_are_4xx_pages(client: TestClient) -> None:
 
 
 def test_the_pairs_index_lists_every_pair_and_queues_nothing(client: TestClient, clean_db: str) -> None:
-    assert "<table" not in client.get("/recommendations").text  # no dataset yet: only the form
+    bare = client.get("/recommendations").text
+    assert "<table" not in bare  # no dataset yet: the form, and a link to each pair's own page
+    assert all(f'href="/recommendations/{arch}"' in bare for arch in weight_pairs())
     page = client.get("/recommendations?dataset=builtin:mnist&per_class=20")
     assert page.status_code == 200
-    assert page.text.count('<tr class="pair">') == len(weight_pairs()) == 24
+    assert page.text.count('<tr class="pair" ') == len(weight_pairs()) == 24
     assert page.text.count("not scored yet") == 24
     with session_scope(clean_db) as session:
         assert session.scalar(select(func.count()).select_from(Job)) == 0

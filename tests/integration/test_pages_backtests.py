@@ -1,0 +1,95 @@
+"""``/backtests`` (outcomes pasted as CSV, the API's back-test service, a linked scatter) and
+``/backtests/study`` (the project's evidence), on runs written straight into PostgreSQL."""
+
+from __future__ import annotations
+
+import html
+import re
+import uuid
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.integration.seeding import fake_run
+from zootriage.app.db.session import session_scope
+from zootriage.core.evidence import load_evidence
+
+
+@pytest.fixture
+def zoo(clean_db: str) -> list[str]:
+    """Five resnet18 runs whose dimension rises with i, and one vgg11 run."""
+    runs = [fake_run(i, markers={"dimension": float(i), "utilization": 0.1 * i}) for i in range(5)]
+    runs.append(fake_run(9, architecture="vgg11", markers={"dimension": 2.0, "utilization": 0.5}))
+    with session_scope(clean_db) as session:
+        session.add_all(runs)
+        session.flush()
+        return [str(run.id) for run in runs]
+
+
+def _post(client: TestClient, outcomes: str, **fields: str):  # type: ignore[no-untyped-def]
+    client.get("/backtests")
+    token = client.cookies.get("zt_csrf")
+    return client.post("/backtests", data={"csrf": token, "outcomes": outcomes, **fields})
+
+
+def _alert(page: str, field: str) -> str:
+    found = re.search(rf'id="{field}-error" role="alert">([^<]*)<', page)
+    assert found, page[-800:]
+    return html.unescape(found.group(1))
+
+
+def test_pasted_outcomes_give_the_apis_statistics_and_a_linked_scatter(
+    client: TestClient, zoo: list[str]
+) -> None:
+    lines = ["run_id,outcome", *(f"{run},{0.5 + 0.05 * i}" for i, run in enumerate(zoo)), ""]
+    page = _post(client, "\n".join(lines), n_boot="200")
+    assert page.status_code == 200, page.text[-800:]
+    api = client.post(
+        "/v1/backtests",
+        json={"outcomes": {run: 0.5 + 0.05 * i for i, run in enumerate(zoo)}, "n_boot": 200},
+    ).json()
+    pooled = api["markers"]["dimension"]["pooled"]
+    low, high = pooled["pearson_ci"]
+    title = f"r = {pooled['pearson']:.2f} [95% CI {low:.2f}, {high:.2f}]"
+    assert title in page.text  # the figure's title and its label
+    assert 'data-points="6"' in page.text
+    links = re.findall(r'<a xlink:href="(/runs/[^"]+)"', page.text)
+    assert sorted(links) == sorted(f"/runs/{run}" for run in zoo)
+    table = page.text.split('id="backtest-table"')[1]
+    assert table.count('<tr class="pooled">') == 2 and table.count('<tr class="arch">') == 4
+    shown = _post(client, "\n".join(lines), n_boot="200", marker="utilization")
+    assert "utilization: r = " in shown.text
+
+
+def test_bad_forms_show_their_error_beside_the_field(client: TestClient, zoo: list[str]) -> None:
+    ghost = uuid.uuid4()
+    good = "\n".join(f"{run},0.5" for run in zoo[:3])
+    for outcomes, fields, field, status, says in (
+        ("nonsense,0.5\n", {}, "outcomes", 422, "line 1: 'nonsense' is not a run id"),
+        (f"{zoo[0]},high\n", {}, "outcomes", 422, "line 1: 'high' is not a number"),
+        (f"{zoo[0]},1\n{zoo[0]},2\n", {}, "outcomes", 422, "given twice"),
+        (f"{zoo[0]},1,2\n", {}, "outcomes", 422, "want run_id,outcome"),
+        (f"{zoo[0]},1\n{zoo[1]},2\n", {}, "outcomes", 422, "invalid_request: outcomes"),
+        (f"{good}\n{ghost},0.1", {}, "outcomes", 404, f"run_not_found: no run(s) {ghost}"),
+        ("x" * 400_000, {}, "outcomes", 422, "at most"),
+        (good, {"n_boot": "5"}, "n_boot", 422, "n_boot"),
+        (good, {"marker": "nothing"}, "marker", 422, "unknown_marker"),
+        (good, {"marker": "nc1"}, "marker", 422, "no run carries 'nc1'"),
+    ):
+        page = _post(client, outcomes, **fields)
+        assert page.status_code == status, (says, page.text[-600:])
+        assert says in _alert(page.text, field), says
+    forged = client.post("/backtests", data={"outcomes": good, "csrf": "stale"})
+    assert forged.status_code == 403 and _alert(forged.text, "outcomes").startswith("csrf_failed")
+
+
+def test_the_study_page_shows_every_rule_of_every_outcome(client: TestClient) -> None:
+    doc = load_evidence()
+    page = client.get("/backtests/study")
+    assert page.status_code == 200
+    assert page.text.count('<tr class="rule">') == sum(len(o["rules"]) for o in doc["outcomes"].values())
+    primary = doc["outcomes"][doc["primary_outcome"]]
+    assert f"{primary['id_accuracy_win_rate']:.0%}" in page.text
+    assert "not shown" in page.text  # some rule does not beat ID accuracy, and the page says so
+    first = page.text.index(f'id="outcome-{doc["primary_outcome"]}"')
+    assert all(first <= page.text.index(f'id="outcome-{name}"') for name in doc["outcomes"])

@@ -1,0 +1,75 @@
+"""``/recommendations/{arch}``: one pair's verdict from stored runs (written straight into PostgreSQL),
+in each of its states, and never a job queued by viewing it."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from fastapi.testclient import TestClient
+
+from tests.integration.test_triage_api import QUERY, api, count_jobs, stored_run
+
+__all__ = ["api"]  # the fixture, shared with the API's tests
+
+
+def _state(page: str) -> str:
+    found = re.search(r'id="state-text" data-state="([^"]+)"', page)
+    assert found, page[-600:]
+    return found.group(1)
+
+
+def _store(database_url: str, arch: str, weights: str, d: float, u: float, **noise: float) -> str:
+    model = {"source": "torchvision", "arch": arch, "weights": weights}
+    stds = noise or None
+    return str(stored_run(database_url, f"{arch}-{weights}", {"dimension": d, "utilization": u}, model=model,
+                          stds=stds))
+
+
+def test_a_pair_page_shows_each_state_and_queues_nothing(api: TestClient, database_url: str) -> None:
+    url = f"/recommendations/mobilenet_v2?{QUERY}"
+    form_only = api.get("/recommendations/mobilenet_v2")
+    assert form_only.status_code == 200 and "state-text" not in form_only.text
+    assert "71.88" in form_only.text  # v1's ImageNet acc@1 from the weights' metadata
+    assert _state(api.get(url).text) == "not-scored"
+    v1 = _store(database_url, "mobilenet_v2", "IMAGENET1K_V1", 1.0, 0.2)
+    half = api.get(url).text
+    assert _state(half) == "not-scored" and f'href="/runs/{v1}"' in half
+    v2 = _store(database_url, "mobilenet_v2", "IMAGENET1K_V2", 1.5, 0.3)
+    page = api.get(url)
+    assert page.status_code == 200 and _state(page.text) == "v2"
+    assert f"/compare?runs={v1},{v2}" in page.text
+    table = page.text.split('id="comparisons-table"')[1].split("</table>")[0]
+    assert re.findall(r'<th scope="row">([^<]+)</th>', table) == ["dimension", "utilization"]
+    assert "0.5" in table  # the difference in dimension, with its noise beside it
+    assert 'id="accuracy-pick">v2' in page.text and "the picks agree" in page.text
+    assert "does NOT show this rule beating ID accuracy" in page.text  # core/evidence.py's statement
+    assert _state(api.get(url + "&rule=logme").text) == "inconclusive"  # no run carries logme
+    assert _state(api.get(url.replace("n_t=20", "n_t=30")).text) == "not-scored"
+    assert count_jobs(database_url) == 0
+
+
+def test_a_verdict_within_the_noise_is_inconclusive(api: TestClient, database_url: str) -> None:
+    for weights, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3)):
+        _store(database_url, "regnet_x_400mf", weights, d, u, dimension=0.5, utilization=0.01)
+    page = api.get(f"/recommendations/regnet_x_400mf?{QUERY}").text
+    assert _state(page) == "inconclusive" and "difference within noise" in page
+    index = html.unescape(api.get(f"/recommendations?{QUERY}").text)
+    assert f'href="/recommendations/regnet_x_400mf?{QUERY.replace(":", "%3A")}"' in index
+    row = index.split('href="/recommendations/regnet_x_400mf?')[1].split("</tr>")[0]
+    assert "inconclusive" in row
+    assert index.count('data-state="not-scored"') == 23
+    assert count_jobs(database_url) == 0
+
+
+def test_pair_page_errors_are_4xx_pages(api: TestClient) -> None:
+    for path, status, says in (
+        (f"/recommendations/no_such_net?{QUERY}", 404, "unknown_model"),
+        (f"/recommendations/resnet18?{QUERY}", 422, "no_v1_v2_pair"),
+        ("/recommendations/mobilenet_v2?dataset=nope", 422, "bad_reference"),
+        (f"/recommendations/mobilenet_v2?{QUERY}&rule=radius", 422, "unknown_rule"),
+        (f"/recommendations/mobilenet_v2?{QUERY.replace('n_t=20', 'n_t=0')}", 422, "n_t"),
+    ):
+        answer = api.get(path)
+        assert answer.status_code == status, (path, answer.text[-400:])
+        assert 'role="alert"' in answer.text and says in answer.text, (path, answer.text[-400:])
