@@ -1,4 +1,5 @@
-"""The first code an isolated child runs (``python -m zootriage.core.confine MODULE``), before anything untrusted.
+"""The first code an isolated child runs (``python -m zootriage.core.confine MODULE``), before
+anything untrusted.
 
 It applies the resource limits the parent chose (read from ``ZOOTRIAGE_CONFINE``: JSON of rlimit name
 to value), moves into the throw-away working folder, and splits the output: the real stdout becomes

@@ -1,7 +1,7 @@
 """Seeded synthetic manifolds with published GLUE reference values (docs/method.md, "Checks").
 
-Running ``python -m zootriage.core.examples`` analyses both examples under both centerings and prints them next
-to the reference table.
+Running ``python -m zootriage.core.examples`` analyses both examples under both centerings and prints
+them next to the reference table.
 """
 
 from __future__ import annotations
