@@ -1,6 +1,6 @@
 """``POST /v1/backtests``: does each marker predict the OOD outcome a user measured on stored runs?
 
-The same statistics as the ``study`` and ``backtest`` commands (``core.validate.stats``): Pearson and
+The same statistics as the ``study`` and ``backtest`` commands (``core.study.stats``): Pearson and
 Spearman with bootstrap 95% intervals, pooled and per architecture, and pairwise win rates within an
 architecture, including the geometry rule (D_eff and Ψ_eff both higher). Runs are compared only under
 one protocol and on one ID dataset, as everywhere in the service.
@@ -16,7 +16,7 @@ from app.api.deps import SessionDep
 from app.api.errors import ApiError, responses
 from app.db.backtest_queries import runs_with_markers
 from app.schemas.backtests import BacktestOut, BacktestRequest
-from core.validate.stats import Record, backtest
+from core.study.stats import Record, backtest
 
 router = APIRouter(prefix="/v1/backtests", tags=["backtests"])
 

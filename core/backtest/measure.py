@@ -22,7 +22,7 @@ from core.backtest.splits import TaskData
 from core.glue import GlueResult, analyze
 from core.markers import compute_markers, list_markers
 from core.markers.registry import MarkerUndefined
-from core.validate.probe import ProbeSplit
+from core.study.probe import ProbeSplit
 
 ACTIVE = 1e-6
 REGIME_FIELDS = ("degenerate", "separable_fraction", "saturated_fraction")

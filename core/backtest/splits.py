@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from core.backtest.config import StudyConfig, TaskName
-from core.validate.datasets import _arrays, balanced_indices
-from core.validate.probe import stratified_split
+from core.study.datasets import _arrays, balanced_indices
+from core.study.probe import stratified_split
 
 ANIMALS = "animal-mnist"
 

@@ -23,7 +23,7 @@ from core.backtest.splits import Images, load_task
 from core.backtest.tables import accuracy_filter, kept
 from core.backtest.training import train_model
 from core.glue import analyze
-from core.validate.probe import ProbeSplit
+from core.study.probe import ProbeSplit
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

@@ -28,11 +28,11 @@ import torch
 from core.device import resolve_device
 from core.glue import analyze
 from core.markers import compute_markers, list_markers
-from core.validate.config import StudyConfig
-from core.validate.datasets import load
-from core.validate.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
-from core.validate.shifts import corrupt
-from core.validate.train import Classifier, TrainSpec, build, forward, train
+from core.study.config import StudyConfig
+from core.study.datasets import load
+from core.study.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
+from core.study.shifts import corrupt
+from core.study.train import Classifier, TrainSpec, build, forward, train
 
 OOD_SET = "animal-mnist"
 GEOMETRY = ("capacity", "dimension", "radius", "utilization")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from core.validate.stats import (
+from core.study.stats import (
     Record,
     backtest,
     correlate,
