@@ -1,4 +1,7 @@
-"""Shared fixtures: real checkpoints from installed packages, exported as torch.export programs."""
+"""Shared fixtures: real checkpoints from installed packages, exported as torch.export programs.
+
+A test marked ``gpu`` needs a CUDA device and is skipped without one (it runs on the GPU machine).
+"""
 
 from __future__ import annotations
 
@@ -41,6 +44,11 @@ def export_program(model: nn.Module, path: Path, preprocess: dict | None, label_
     meta = {"preprocess": preprocess, "label_space": label_space} if preprocess else {}
     torch.export.save(program, path, extra_files={"zootriage.json": json.dumps(meta)})
     return path
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (runs on the GPU machine)")
 
 
 def _state(path: Path) -> dict[str, torch.Tensor]:

@@ -1,4 +1,9 @@
-"""Fixtures against the real PostgreSQL and Redis of the machine; unreachable means failed, not skipped."""
+"""Fixtures against the real PostgreSQL and Redis of the machine; unreachable means failed, not skipped.
+
+Expensive things (the database, Redis, the two stacks) are made once per session (once per xdist
+process); every test that writes starts from empty tables (``clean_db``) and creates what it asserts on.
+Every test under tests/integration gets the ``integration`` marker here.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,23 @@ from typing import Any
 import pytest
 import redis
 from fastapi.testclient import TestClient
-from sqlalchemy import delete
+from sqlalchemy import text
 
-from app.db.models import ApiKey, Checkpoint, Job, Marker, Run
+from app.db import models as db_models
 from app.db.session import session_scope
 from app.main import create_app
 from app.settings import Settings
 from tests.integration.databases import migrate, private_redis, scratch_database
 from tests.integration.models import export_mnist_cnn
-from tests.integration.stack import Stack, start_stack
+from tests.integration.stack import Stack, TriageStack, start_stack, start_triage_stack
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -60,12 +73,12 @@ def settings(database_url: str, redis_url: str, state_dir: Path) -> Settings:
 
 @pytest.fixture
 def clean_db(database_url: str) -> Iterator[str]:
-    """Each test that writes starts from empty tables."""
+    """Each test that writes starts from empty tables: every table of the models, in one TRUNCATE."""
+    tables = ", ".join(f'"{table.name}"' for table in db_models.Base.metadata.sorted_tables)
 
     def wipe() -> None:
         with session_scope(database_url) as session:
-            for table in (Marker, Job, Run, Checkpoint, ApiKey):
-                session.execute(delete(table))
+            session.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
 
     wipe()
     yield database_url
@@ -93,9 +106,20 @@ def program_ref(client: TestClient, mnist_program: Path) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """uvicorn + one Celery worker process for the whole session. Redis hands a dead worker's job to
-    the next worker after the visibility timeout, kept short here so the kill test stays quick."""
+    the next worker after the visibility timeout, kept short here so the kill test stays quick. The
+    worker has the test pause at ``extract:mid``, open unless a test closes it (``Stack.paused``)."""
     running = start_stack(
-        settings, tmp_path_factory.mktemp("logs"), ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="8"
+        settings, tmp_path_factory.mktemp("logs"), pausable=True, ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="8"
     )
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def triage_stack(
+    settings: Settings, redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TriageStack]:
+    """The stack of the ranking, recommendation and command-line tests (see ``start_triage_stack``)."""
+    running = start_triage_stack(settings, redis_server, tmp_path_factory.mktemp("triage"))
+    yield running
+    running.stack.stop()

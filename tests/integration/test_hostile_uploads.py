@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 import app.services.uploads as uploads
 from app.settings import Settings
 from tests import crafted
-from tests.integration.test_checkpoints import run_job
+from tests.integration.jobs import run_job
 
 Builder = Callable[[Path, Path, Path], Path]
 

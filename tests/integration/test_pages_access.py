@@ -13,7 +13,7 @@ from app.api_keys import Scope
 from app.db.models import Job
 from app.db.session import session_scope
 from app.settings import Settings
-from tests.integration.test_access import PUBLIC, app_client, stored_key
+from tests.integration.access import PUBLIC, app_client, stored_key
 
 JOB_FORM = {
     "model_source": "checkpoint", "checkpoint": "f" * 64 + ".pt2", "dataset": "mnist", "per_class": "x"

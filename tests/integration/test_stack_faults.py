@@ -24,9 +24,9 @@ from app.db.session import session_scope
 from app.schemas.scoring import REPEATS_MAX
 from app.settings import Settings
 from tests.integration.databases import migrate, scratch_database
+from tests.integration.jobs import job_body, wait
 from tests.integration.servers import PostgresCluster, RedisServer
 from tests.integration.stack import Stack, start_stack
-from tests.integration.test_stack import job_body, wait
 
 LIVENESS = {
     "ZOOTRIAGE_HEARTBEAT_INTERVAL_S": "0.5",

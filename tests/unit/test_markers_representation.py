@@ -189,7 +189,7 @@ def test_duplicate_rows_have_zero_distance_and_angle():
     )
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (runs on the GPU machine)")
+@pytest.mark.gpu
 def test_chunked_markers_on_cuda_match_the_cpu_and_stay_within_the_block():
     # As test_pairwise_memory_on_the_cpu_is_bounded_by_the_block, for the device: with a 2 MB block the peak
     # stays a few MB above the 0.5 MB input, where a full n×n matrix would take 128 MB.
