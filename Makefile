@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install run test test-parallel lint typecheck unit bench clean
 
 install: $(VENV)/.installed
 
@@ -29,8 +29,14 @@ typecheck: install
 unit: install
 	$(BIN)/pytest tests/unit
 
+# pytest's options live in pyproject.toml: a random order every run (its seed is printed at the top;
+# --random-order-seed=N replays one), the 15 slowest tests, a 15-minute limit per test.
 test: lint typecheck
 	$(BIN)/pytest
+
+# The same suite on two processes (pytest-xdist), each with its own database, Redis and stacks.
+test-parallel: lint typecheck
+	$(BIN)/pytest -n 2
 
 bench: install
 	$(BIN)/python benchmarks/glue_speed.py
