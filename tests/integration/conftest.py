@@ -14,13 +14,10 @@ from typing import Any
 import pytest
 import redis
 from fastapi.testclient import TestClient
-from sqlalchemy import text
 
-from app.db import models as db_models
-from app.db.session import session_scope
 from app.main import create_app
 from app.settings import Settings
-from tests.integration.databases import migrate, private_redis, scratch_database
+from tests.integration.databases import migrate, private_redis, scratch_database, wipe_tables
 from tests.integration.models import export_mnist_cnn
 from tests.integration.stack import Stack, TriageStack, start_stack, start_triage_stack
 
@@ -73,16 +70,10 @@ def settings(database_url: str, redis_url: str, state_dir: Path) -> Settings:
 
 @pytest.fixture
 def clean_db(database_url: str) -> Iterator[str]:
-    """Each test that writes starts from empty tables: every table of the models, in one TRUNCATE."""
-    tables = ", ".join(f'"{table.name}"' for table in db_models.Base.metadata.sorted_tables)
-
-    def wipe() -> None:
-        with session_scope(database_url) as session:
-            session.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
-
-    wipe()
+    """Each test that writes starts from empty tables (every table, see ``wipe_tables``)."""
+    wipe_tables(database_url)
     yield database_url
-    wipe()
+    wipe_tables(database_url)
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from app.cli import app as cli
 from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
 
+pytestmark = pytest.mark.slow  # real jobs through the stack
+
 SCORING = [
     "--dataset",
     "builtin:mnist",
@@ -131,7 +133,7 @@ def test_gate_usage_errors_exit_2(
     no_traceback(result)
 
 
-def test_service_errors_exit_2(triage_stack: TriageStack) -> None:
+def test_service_errors_exit_2(triage_stack: TriageStack, clean_db: str) -> None:
     unreachable = zootriage(triage_stack, "history", url="http://127.0.0.1:9")
     assert unreachable.exit_code == 2 and "cannot reach the service" in unreachable.stderr
     unknown = zootriage(triage_stack, "recommend", "no_such_net", "--dataset", "builtin:mnist")

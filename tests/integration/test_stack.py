@@ -22,6 +22,8 @@ from core.markers import list_markers
 from tests.integration.jobs import count, job_body, upload, wait, wait_held_mid_extraction
 from tests.integration.stack import Stack
 
+pytestmark = pytest.mark.slow  # real jobs through the stack
+
 
 @pytest.fixture(scope="module")
 def http(stack: Stack) -> httpx.Client:

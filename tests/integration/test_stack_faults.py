@@ -28,6 +28,8 @@ from tests.integration.jobs import job_body, wait
 from tests.integration.servers import PostgresCluster, RedisServer
 from tests.integration.stack import Stack, start_stack
 
+pytestmark = pytest.mark.slow  # workers, Redis and PostgreSQL stopped and started
+
 LIVENESS = {
     "ZOOTRIAGE_HEARTBEAT_INTERVAL_S": "0.5",
     "ZOOTRIAGE_HEARTBEAT_GRACE_S": "4",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from app.db.models import Job
@@ -20,6 +21,8 @@ from core.zoo import v1_v2_pairs
 from tests.integration.jobs import upload, wait_for_jobs
 from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
+
+pytestmark = pytest.mark.slow  # real jobs through the stack
 
 MNIST = {"source": "builtin", "name": "mnist"}
 QUERY = "dataset=builtin:mnist&split=test&classes=2&per_class=6&n_t=20&points_per_class=6"

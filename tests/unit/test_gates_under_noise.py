@@ -19,6 +19,8 @@ from core.glue import MARKERS, GlueResult, analyze
 from core.triage import MarkerRecord, evaluate_gate, parse_rule, verdict
 from tests.mnist_features import ccexam_features
 
+pytestmark = pytest.mark.slow  # scores real models under many seeds
+
 SEEDS = range(20)
 REPEATS = 3
 POINTS = 12

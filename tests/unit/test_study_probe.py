@@ -53,6 +53,7 @@ def test_choose_c_uses_the_grid_and_bad_input_raises() -> None:
         probe_accuracy(ProbeSplit(x[:5], np.zeros(5), x[:5], np.zeros(5)), 1.0)
 
 
+@pytest.mark.slow
 def test_trained_model_transfers_better_than_its_random_init(tmp_path: Path) -> None:
     torch.set_num_threads(2)
     images, labels = load("mnist", "train", 200, seed=0)

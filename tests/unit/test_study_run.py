@@ -68,6 +68,7 @@ def test_bad_configs_name_the_problem(edit: Any, message: str) -> None:
         parse_config(data)
 
 
+@pytest.mark.slow
 def test_tiny_study_runs_resumes_and_reports(tmp_path: Path) -> None:
     torch.set_num_threads(2)
     config = parse_config(tiny())
