@@ -34,9 +34,10 @@ unit: install
 test: lint typecheck
 	$(BIN)/pytest
 
-# The same suite on two processes (pytest-xdist), each with its own database, Redis and stacks.
+# The same suite on two processes (pytest-xdist), each with its own database, Redis and stacks; a
+# module's tests stay together on one process (its module-scoped fixtures are made once).
 test-parallel: lint typecheck
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/python benchmarks/glue_speed.py
