@@ -26,6 +26,8 @@ from app.settings import Settings
 from tests.integration.databases import migrate, scratch_database
 from tests.integration.jobs import job_body, wait
 from tests.integration.servers import PostgresCluster, RedisServer
+from tests.integration.stack import PAUSE_FILE as RELEASE
+from tests.integration.stack import PAUSE_STAGE as PAUSE
 from tests.integration.stack import Stack, start_stack
 
 pytestmark = pytest.mark.slow  # workers, Redis and PostgreSQL stopped and started
@@ -37,8 +39,6 @@ LIVENESS = {
     "ZOOTRIAGE_REAPER_INTERVAL_S": "1",
     "ZOOTRIAGE_JOB_MAX_ATTEMPTS": "3",
 }
-PAUSE = "ZOOTRIAGE_TEST_PAUSE_STAGE"
-RELEASE = "ZOOTRIAGE_TEST_PAUSE_FILE"
 
 
 def stack_settings(state: Path, database_url: str, broker_url: str) -> Settings:
