@@ -25,8 +25,11 @@ def free_port() -> int:
 
 
 def service_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The environment of the stack's processes: this one's, less any ZOOTRIAGE_ setting of its own (a
+    developer's shell, a command run in-process), plus ``settings`` and ``extra``."""
+    inherited = {key: value for key, value in os.environ.items() if not key.startswith("ZOOTRIAGE_")}
     env = {
-        **os.environ,
+        **inherited,
         "HF_HUB_OFFLINE": "1",
         "ZOOTRIAGE_STATE_DIR": str(settings.state_dir),
         "ZOOTRIAGE_DATABASE_URL": settings.effective_database_url,

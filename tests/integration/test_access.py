@@ -6,6 +6,7 @@ import hmac
 import os
 import traceback
 from collections.abc import Iterator
+from unittest.mock import patch
 
 import pytest
 from click.testing import Result
@@ -30,11 +31,13 @@ def fresh_settings() -> Iterator[None]:
 
 
 def zootriage(database_url: str, *args: str, **settings: str) -> Result:
-    """``zootriage ARGS`` in this process; its ZOOTRIAGE_ settings are the database and ``settings``."""
+    """``zootriage ARGS`` in this process; its ZOOTRIAGE_ settings are the database and ``settings``.
+    The environment is put back afterwards: ``serve`` exports its address for uvicorn's workers."""
     env: dict[str, str | None] = {key: None for key in os.environ if key.startswith("ZOOTRIAGE_")}
     env |= {"ZOOTRIAGE_DATABASE_URL": database_url, "COLUMNS": "200", **settings}
     get_settings.cache_clear()
-    result = CliRunner().invoke(cli, list(args), env=env)
+    with patch.dict(os.environ):
+        result = CliRunner().invoke(cli, list(args), env=env)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError("".join(traceback.format_exception(*result.exc_info)))
     return result
@@ -194,7 +197,9 @@ def test_off_loopback_the_server_refuses_to_start_without_a_key(settings: Settin
     create_app(settings.model_copy(update={**PUBLIC, "allow_no_keys": True}))
     create_app(settings.model_copy(update={**PUBLIC, "api_key_hashes": [hash_key("zt_x")]}))
 
+    host_before = os.environ.get("ZOOTRIAGE_HOST")
     refused = zootriage(clean_db, "serve", "--host", "0.0.0.0", "--no-migrate")
+    assert os.environ.get("ZOOTRIAGE_HOST") == host_before  # nothing leaks into later tests' stacks
     assert refused.exit_code == 2
     assert "refusing to serve on 0.0.0.0" in refused.stderr and "ZOOTRIAGE_ALLOW_NO_KEYS" in refused.stderr
     assert "Traceback" not in refused.stderr
