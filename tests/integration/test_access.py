@@ -19,6 +19,8 @@ from app.main import create_app
 from app.settings import Settings, get_settings
 from tests.integration.access import PUBLIC, app_client, stored_key
 
+pytestmark = pytest.mark.usefixtures("wide_consoles")
+
 INVALID_JOB = {"model": {"source": "magic"}, "dataset": {"source": "builtin", "name": "mnist"}}
 
 

@@ -22,7 +22,7 @@ from app.cli import app as cli
 from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
 
-pytestmark = pytest.mark.slow  # real jobs through the stack
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("wide_consoles")]  # real jobs through the stack
 
 SCORING = [
     "--dataset",
