@@ -18,13 +18,13 @@ $(VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 run: install
-	$(BIN)/python -m app.embedded
+	$(BIN)/python -m zootriage.app.embedded
 
 lint: install
 	$(BIN)/ruff check .
 
 typecheck: install
-	$(BIN)/mypy core app worker
+	$(BIN)/mypy zootriage
 
 unit: install
 	$(BIN)/pytest tests/unit

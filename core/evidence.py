@@ -24,8 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core.glue import MARKERS as GLUE_MARKERS
-from core.markers import get_marker
+from zootriage.core.glue import MARKERS as GLUE_MARKERS
+from zootriage.core.markers import get_marker
 
 EVIDENCE_PATH = Path(__file__).with_name("evidence.json")
 VERSION = 1

@@ -60,7 +60,7 @@ def wide_consoles(monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
     for name, module in list(sys.modules.items()):
-        if name == "app.cli" or name.startswith("app.cli."):
+        if name == "zootriage.app.cli" or name.startswith("app.cli."):
             for value in vars(module).values():
                 if isinstance(value, Console):
                     monkeypatch.setattr(value, "_width", 200)

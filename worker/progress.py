@@ -14,10 +14,10 @@ import uuid
 
 from sqlalchemy import select, update
 
-from app.db.models import Job, JobStatus
-from app.db.session import session_scope
-from core.errors import Cancelled
-from worker.pause import pause_at
+from zootriage.app.db.models import Job, JobStatus
+from zootriage.app.db.session import session_scope
+from zootriage.core.errors import Cancelled
+from zootriage.worker.pause import pause_at
 
 MIN_INTERVAL_S = 0.5
 

@@ -12,11 +12,11 @@ import json
 
 from fastapi import APIRouter
 
-from app.api.deps import SessionDep
-from app.api.errors import ApiError, responses
-from app.db.backtest_queries import runs_with_markers
-from app.schemas.backtests import BacktestOut, BacktestRequest
-from core.study.stats import Record, backtest
+from zootriage.app.api.deps import SessionDep
+from zootriage.app.api.errors import ApiError, responses
+from zootriage.app.db.backtest_queries import runs_with_markers
+from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
+from zootriage.core.study.stats import Record, backtest
 
 router = APIRouter(prefix="/v1/backtests", tags=["backtests"])
 

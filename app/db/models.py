@@ -26,8 +26,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, BigId, JsonDoc, UtcDateTime
-from app.labels import NAME_CHARS, TAG_KEY_CHARS, TAG_VALUE_CHARS
+from zootriage.app.db.base import Base, BigId, JsonDoc, UtcDateTime
+from zootriage.app.labels import NAME_CHARS, TAG_KEY_CHARS, TAG_VALUE_CHARS
 
 
 def utcnow() -> datetime:

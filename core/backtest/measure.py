@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.backtest.config import StudyConfig, TaskName
-from core.backtest.nets import Classifier, features_and_logits
-from core.backtest.probes import few_shot_accuracy, linear_probe
-from core.backtest.splits import TaskData
-from core.glue import GlueResult, analyze
-from core.markers import compute_markers, list_markers
-from core.markers.registry import MarkerUndefined
-from core.study.probe import ProbeSplit
+from zootriage.core.backtest.config import StudyConfig, TaskName
+from zootriage.core.backtest.nets import Classifier, features_and_logits
+from zootriage.core.backtest.probes import few_shot_accuracy, linear_probe
+from zootriage.core.backtest.splits import TaskData
+from zootriage.core.glue import GlueResult, analyze
+from zootriage.core.markers import compute_markers, list_markers
+from zootriage.core.markers.registry import MarkerUndefined
+from zootriage.core.study.probe import ProbeSplit
 
 ACTIVE = 1e-6
 REGIME_FIELDS = ("degenerate", "separable_fraction", "saturated_fraction")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from core.study.probe import ProbeSplit, choose_c, probe_accuracy
+from zootriage.core.study.probe import ProbeSplit, choose_c, probe_accuracy
 
 
 def task_c_scores(

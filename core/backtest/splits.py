@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.backtest.config import StudyConfig, TaskName
-from core.study.datasets import _arrays, balanced_indices
-from core.study.probe import stratified_split
+from zootriage.core.backtest.config import StudyConfig, TaskName
+from zootriage.core.study.datasets import _arrays, balanced_indices
+from zootriage.core.study.probe import stratified_split
 
 ANIMALS = "animal-mnist"
 

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.glue import Centering, Dichotomy
-from core.study.shifts import SHIFTS
-from core.study.train import ARCHITECTURES, OPTIMIZERS, TrainSpec
+from zootriage.core.glue import Centering, Dichotomy
+from zootriage.core.study.shifts import SHIFTS
+from zootriage.core.study.train import ARCHITECTURES, OPTIMIZERS, TrainSpec
 
 
 @dataclass(frozen=True)

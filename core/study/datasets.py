@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from core.data.builtin import open_builtin
-from core.data.images import ArrayLoader
+from zootriage.core.data.builtin import open_builtin
+from zootriage.core.data.images import ArrayLoader
 
 
 def _arrays(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:

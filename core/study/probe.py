@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.device import resolve_device
+from zootriage.core.device import resolve_device
 
 MAX_ITER = 500
 

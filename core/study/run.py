@@ -25,14 +25,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.device import resolve_device
-from core.glue import analyze
-from core.markers import compute_markers, list_markers
-from core.study.config import StudyConfig
-from core.study.datasets import load
-from core.study.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
-from core.study.shifts import corrupt
-from core.study.train import Classifier, TrainSpec, build, forward, train
+from zootriage.core.device import resolve_device
+from zootriage.core.glue import analyze
+from zootriage.core.markers import compute_markers, list_markers
+from zootriage.core.study.config import StudyConfig
+from zootriage.core.study.datasets import load
+from zootriage.core.study.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
+from zootriage.core.study.shifts import corrupt
+from zootriage.core.study.train import Classifier, TrainSpec, build, forward, train
 
 OOD_SET = "animal-mnist"
 GEOMETRY = ("capacity", "dimension", "radius", "utilization")

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from core.device import resolve_device
+from zootriage.core.device import resolve_device
 
 PENULTIMATE = 64
 

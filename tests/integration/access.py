@@ -7,10 +7,10 @@ from contextlib import contextmanager
 
 from fastapi.testclient import TestClient
 
-from app.api_keys import Scope, create_api_key
-from app.db.session import session_scope
-from app.main import create_app
-from app.settings import Settings
+from zootriage.app.api_keys import Scope, create_api_key
+from zootriage.app.db.session import session_scope
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 PUBLIC = {"host": "0.0.0.0"}  # a non-loopback bind: the policy that needs keys
 

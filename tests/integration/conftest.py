@@ -15,11 +15,11 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
 from tests.integration.databases import migrate, private_redis, scratch_database, wipe_tables
 from tests.integration.models import export_mnist_cnn
 from tests.integration.stack import Stack, TriageStack, start_stack, start_triage_stack
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 HERE = Path(__file__).parent
 

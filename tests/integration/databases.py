@@ -12,9 +12,9 @@ from alembic.config import Config
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from app.db import models
-from app.db.session import session_scope
 from tests.integration.servers import RedisServer
+from zootriage.app.db import models
+from zootriage.app.db.session import session_scope
 
 ADMIN_URL = os.environ.get(
     "ZOOTRIAGE_TEST_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

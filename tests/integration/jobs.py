@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.db.session import session_scope
-from app.settings import Settings
+from zootriage.app.db.session import session_scope
+from zootriage.app.settings import Settings
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
@@ -85,8 +85,8 @@ def run_job(
     client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, model: dict[str, Any]
 ) -> dict[str, Any]:
     """Submit through the API and run the task in this process (the real worker code and child)."""
-    import app.services.jobs as jobs
-    import worker.tasks as tasks
+    import zootriage.app.services.jobs as jobs
+    import zootriage.worker.tasks as tasks
 
     monkeypatch.setattr(jobs, "enqueue_score", lambda _settings, _job_id: None)
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from app.settings import Settings
+from zootriage.app.settings import Settings
 
 
 def free_port() -> int:
@@ -54,7 +54,8 @@ class Stack:
         """A worker in its own process group, so that a kill takes its pool children with it."""
         self.started_workers += 1
         log = open(self.logs / f"worker-{self.started_workers}.log", "wb")  # noqa: SIM115
-        command = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--loglevel=INFO"]
+        app = "zootriage.worker.celery_app"
+        command = [sys.executable, "-m", "celery", "-A", app, "worker", "--loglevel=INFO"]
         self.worker = subprocess.Popen(
             [*command, "-n", f"test{self.started_workers}@%h"],
             env=self.env,
@@ -132,7 +133,7 @@ def start_api(settings: Settings, logs: Path, **extra_env: str) -> tuple[subproc
     env = service_env(settings, **extra_env)
     api_log = open(logs / "api.log", "wb")  # noqa: SIM115
     api = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)],
+        [sys.executable, "-m", "uvicorn", "zootriage.app.main:create_app", "--factory", "--port", str(port)],
         env=env,
         stdout=api_log,
         stderr=subprocess.STDOUT,

@@ -12,12 +12,12 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from app.access import UnsafeBind
-from app.api_keys import Scope, hash_key
-from app.cli import app as cli
-from app.main import create_app
-from app.settings import Settings, get_settings
 from tests.integration.access import PUBLIC, app_client, stored_key
+from zootriage.app.access import UnsafeBind
+from zootriage.app.api_keys import Scope, hash_key
+from zootriage.app.cli import app as cli
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings, get_settings
 
 pytestmark = pytest.mark.usefixtures("wide_consoles")
 

@@ -17,8 +17,8 @@ import httpx
 import numpy as np
 import pytest
 
-from app.settings import Settings
 from tests.integration.stack import Stack, start_stack
+from zootriage.app.settings import Settings
 
 pytestmark = pytest.mark.slow  # streams hundreds of megabytes
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.settings import Settings
 from tests.integration.jobs import run_job
+from zootriage.app.settings import Settings
 
 
 def test_a_program_is_stored_under_its_sha256(

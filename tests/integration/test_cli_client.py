@@ -18,9 +18,9 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from app.cli import app as cli
 from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
+from zootriage.app.cli import app as cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("wide_consoles")]  # real jobs through the stack
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-import app.services.uploads as uploads
-from app.settings import Settings
+import zootriage.app.services.uploads as uploads
 from tests import crafted
 from tests.integration.jobs import run_job
+from zootriage.app.settings import Settings
 
 Builder = Callable[[Path, Path, Path], Path]
 

@@ -15,19 +15,19 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.db.models import Job, Marker, Run, RunTag
-from app.db.run_key import request_key
-from app.db.session import session_scope
-from app.schemas.jobs import JobRequest
-from app.services.admission import normalised_request
-from core.data.open import open_dataset
-from core.data.refs import BuiltinRef, Sampling
-from core.data.sampling import sample
-from core.markers import Protocol
-from core.zoo.exporting import export_program
-from core.zoo.preprocess import PRESETS
-from core.zoo.program_metadata import ProgramMetadata
 from tests.conftest import MNIST_NORMALISED
+from zootriage.app.db.models import Job, Marker, Run, RunTag
+from zootriage.app.db.run_key import request_key
+from zootriage.app.db.session import session_scope
+from zootriage.app.schemas.jobs import JobRequest
+from zootriage.app.services.admission import normalised_request
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import BuiltinRef, Sampling
+from zootriage.core.data.sampling import sample
+from zootriage.core.markers import Protocol
+from zootriage.core.zoo.exporting import export_program
+from zootriage.core.zoo.preprocess import PRESETS
+from zootriage.core.zoo.program_metadata import ProgramMetadata
 
 SAMPLING = Sampling(classes=2, per_class=5)
 PROTOCOL = Protocol(n_t=20, points_per_class=5)

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.zoo.exporting import export_program
-from core.zoo.program_metadata import ProgramMetadata
-from core.zoo.programs import NO_PREPROCESS
 from tests.integration.stack import Stack
+from zootriage.core.zoo.exporting import export_program
+from zootriage.core.zoo.program_metadata import ProgramMetadata
+from zootriage.core.zoo.programs import NO_PREPROCESS
 
 
 @pytest.fixture(scope="module")

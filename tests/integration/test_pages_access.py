@@ -9,11 +9,11 @@ import re
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.api_keys import Scope
-from app.db.models import Job
-from app.db.session import session_scope
-from app.settings import Settings
 from tests.integration.access import PUBLIC, app_client, stored_key
+from zootriage.app.api_keys import Scope
+from zootriage.app.db.models import Job
+from zootriage.app.db.session import session_scope
+from zootriage.app.settings import Settings
 
 JOB_FORM = {
     "model_source": "checkpoint", "checkpoint": "f" * 64 + ".pt2", "dataset": "mnist", "per_class": "x"

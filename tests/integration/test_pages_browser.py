@@ -18,11 +18,11 @@ import httpx
 import pytest
 from sqlalchemy import delete, select
 
-from app.db.models import Job, Run
-from app.db.session import session_scope
 from tests.integration.browser import Watched, chromium, watched_page
 from tests.integration.databases import wipe_tables
 from tests.integration.stack import Stack
+from zootriage.app.db.models import Job, Run
+from zootriage.app.db.session import session_scope
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 

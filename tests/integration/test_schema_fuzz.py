@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from schemathesis.checks import not_a_server_error
 
-from app.main import create_app
-from app.settings import Settings
+from zootriage.app.main import create_app
+from zootriage.app.settings import Settings
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from app.db.models import Job, Marker, Run
-from app.db.session import session_scope
-from core.markers import list_markers
 from tests.integration.jobs import count, job_body, upload, wait, wait_held_mid_extraction
 from tests.integration.stack import Stack
+from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.session import session_scope
+from zootriage.core.markers import list_markers
 
 pytestmark = pytest.mark.slow  # real jobs through the stack
 

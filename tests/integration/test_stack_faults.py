@@ -19,16 +19,16 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.db.models import Job, Run
-from app.db.session import session_scope
-from app.schemas.scoring import REPEATS_MAX
-from app.settings import Settings
 from tests.integration.databases import migrate, scratch_database
 from tests.integration.jobs import job_body, wait
 from tests.integration.servers import PostgresCluster, RedisServer
 from tests.integration.stack import PAUSE_FILE as RELEASE
 from tests.integration.stack import PAUSE_STAGE as PAUSE
 from tests.integration.stack import Stack, start_stack
+from zootriage.app.db.models import Job, Run
+from zootriage.app.db.session import session_scope
+from zootriage.app.schemas.scoring import REPEATS_MAX
+from zootriage.app.settings import Settings
 
 pytestmark = pytest.mark.slow  # workers, Redis and PostgreSQL stopped and started
 

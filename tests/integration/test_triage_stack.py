@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from app.db.models import Job
-from app.db.session import session_scope
-from core.markers.protocol import DEFAULT_REPEATS
-from core.triage import MarkerRecord, rank, verdict
-from core.zoo import v1_v2_pairs
 from tests.integration.jobs import upload, wait_for_jobs
 from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
+from zootriage.app.db.models import Job
+from zootriage.app.db.session import session_scope
+from zootriage.core.markers.protocol import DEFAULT_REPEATS
+from zootriage.core.triage import MarkerRecord, rank, verdict
+from zootriage.core.zoo import v1_v2_pairs
 
 pytestmark = pytest.mark.slow  # real jobs through the stack
 

@@ -13,17 +13,24 @@ import numpy as np
 import pytest
 import torch
 
-from core.backtest.analysis import exclusions
-from core.backtest.config import StudyConfig, load_config
-from core.backtest.measure import regime
-from core.backtest.nets import PENULTIMATE, PreActBlock, build
-from core.backtest.probes import choose_task_c, few_shot_accuracy
-from core.backtest.recipes import ModelSpec, Recipe, floor_specs, lr_factor, model_specs, zoo_recipes
-from core.backtest.splits import Images, load_task
-from core.backtest.tables import accuracy_filter, kept
-from core.backtest.training import train_model
-from core.glue import analyze
-from core.study.probe import ProbeSplit
+from zootriage.core.backtest.analysis import exclusions
+from zootriage.core.backtest.config import StudyConfig, load_config
+from zootriage.core.backtest.measure import regime
+from zootriage.core.backtest.nets import PENULTIMATE, PreActBlock, build
+from zootriage.core.backtest.probes import choose_task_c, few_shot_accuracy
+from zootriage.core.backtest.recipes import (
+    ModelSpec,
+    Recipe,
+    floor_specs,
+    lr_factor,
+    model_specs,
+    zoo_recipes,
+)
+from zootriage.core.backtest.splits import Images, load_task
+from zootriage.core.backtest.tables import accuracy_filter, kept
+from zootriage.core.backtest.training import train_model
+from zootriage.core.glue import analyze
+from zootriage.core.study.probe import ProbeSplit
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

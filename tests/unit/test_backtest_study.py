@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import app
-from core.backtest.config import StudyConfig, load_config
-from core.backtest.run import run_study
+from zootriage.app.cli import app
+from zootriage.core.backtest.config import StudyConfig, load_config
+from zootriage.core.backtest.run import run_study
 
 pytestmark = pytest.mark.slow  # trains and measures a tiny zoo
 

@@ -15,9 +15,9 @@ from functools import cache
 import numpy as np
 import pytest
 
-from core.glue import MARKERS, GlueResult, analyze
-from core.triage import MarkerRecord, evaluate_gate, parse_rule, verdict
 from tests.mnist_features import ccexam_features
+from zootriage.core.glue import MARKERS, GlueResult, analyze
+from zootriage.core.triage import MarkerRecord, evaluate_gate, parse_rule, verdict
 
 pytestmark = pytest.mark.slow  # scores real models under many seeds
 

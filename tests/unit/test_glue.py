@@ -10,13 +10,13 @@ import pytest
 import scipy.optimize
 import torch
 
-from core.capacity_sim import simulated_capacity
-from core.examples import REFERENCE, REFERENCE_FIELDS, example, gaussian_manifolds, relu_like
-from core.glue import MARKERS, analyze, solve_draws, validate_inputs
-from core.glue import _summarize as summarize
-from core.glue_geometry import anchor_coefficients, anchor_points
-from core.glue_regime import separable_fraction
-from core.glue_subsets import repeat_subsets
+from zootriage.core.capacity_sim import simulated_capacity
+from zootriage.core.examples import REFERENCE, REFERENCE_FIELDS, example, gaussian_manifolds, relu_like
+from zootriage.core.glue import MARKERS, analyze, solve_draws, validate_inputs
+from zootriage.core.glue import _summarize as summarize
+from zootriage.core.glue_geometry import anchor_coefficients, anchor_points
+from zootriage.core.glue_regime import separable_fraction
+from zootriage.core.glue_subsets import repeat_subsets
 
 CPU = torch.device("cpu")
 

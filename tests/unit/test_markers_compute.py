@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-import core.markers.compute as compute_module
-from core.glue import GlueResult, analyze
-from core.glue_regime import Regime
-from core.markers import MarkerValue, Protocol, compute_markers, list_markers
-from core.markers.representation import participation_ratio
+import zootriage.core.markers.compute as compute_module
+from zootriage.core.glue import GlueResult, analyze
+from zootriage.core.glue_regime import Regime
+from zootriage.core.markers import MarkerValue, Protocol, compute_markers, list_markers
+from zootriage.core.markers.representation import participation_ratio
 
 GEOMETRY_FIELDS = [s.name for s in list_markers(group="geometry")]
 

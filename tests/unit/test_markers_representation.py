@@ -11,9 +11,9 @@ import torch
 from scipy.spatial.distance import pdist
 from sklearn.metrics.pairwise import cosine_similarity
 
-from core.markers import MarkerUndefined
-from core.markers import representation as rep
-from core.markers.pairwise import mean_pairwise_angle, mean_pairwise_distance
+from zootriage.core.markers import MarkerUndefined
+from zootriage.core.markers import representation as rep
+from zootriage.core.markers.pairwise import mean_pairwise_angle, mean_pairwise_distance
 
 
 @pytest.fixture
@@ -217,7 +217,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.markers.pairwise import mean_pairwise_angle, mean_pairwise_distance
+from zootriage.core.markers.pairwise import mean_pairwise_angle, mean_pairwise_distance
 
 
 def mib(field):

@@ -10,9 +10,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from core.study.datasets import load
-from core.study.probe import ProbeSplit, choose_c, probe_accuracy, split_features, stratified_split
-from core.study.train import TrainSpec, build, forward, train
+from zootriage.core.study.datasets import load
+from zootriage.core.study.probe import ProbeSplit, choose_c, probe_accuracy, split_features, stratified_split
+from zootriage.core.study.train import TrainSpec, build, forward, train
 
 
 def _blobs(seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,11 +11,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from app.cli import app
-from core.study.analysis import analyze_study
-from core.study.config import load_config, parse_config
-from core.study.report import write_report
-from core.study.run import run_study
+from zootriage.app.cli import app
+from zootriage.core.study.analysis import analyze_study
+from zootriage.core.study.config import load_config, parse_config
+from zootriage.core.study.report import write_report
+from zootriage.core.study.run import run_study
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

@@ -12,11 +12,12 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from core.data.images import FittedImages
-from core.data.open import open_dataset
-from core.data.refs import BuiltinRef, Sampling
-from core.data.sampling import sample
-from core.errors import (
+from tests.conftest import SITE, LeNet5, export_program
+from zootriage.core.data.images import FittedImages
+from zootriage.core.data.open import open_dataset
+from zootriage.core.data.refs import BuiltinRef, Sampling
+from zootriage.core.data.sampling import sample
+from zootriage.core.errors import (
     BadCheckpoint,
     CheckpointKeyMismatch,
     CheckpointNeedsCode,
@@ -24,11 +25,10 @@ from core.errors import (
     PenultimateNotFound,
     TruncatedCheckpoint,
 )
-from core.features import extract
-from core.zoo.loader import load_model
-from core.zoo.refs import CheckpointRef, parse_model_ref
-from core.zoo.weights import read_state_dict, sha256_file
-from tests.conftest import SITE, LeNet5, export_program
+from zootriage.core.features import extract
+from zootriage.core.zoo.loader import load_model
+from zootriage.core.zoo.refs import CheckpointRef, parse_model_ref
+from zootriage.core.zoo.weights import read_state_dict, sha256_file
 
 PUBLISHED = {"ccexam": 0.9905, "clntrained": 0.9890, "advtrained": 0.9864}
 
