@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test lint typecheck imports unit bench clean
+.PHONY: install run test test-parallel lint typecheck imports unit bench clean
 
 install: $(VENV)/.installed
 
@@ -34,8 +34,15 @@ unit: install
 imports: install
 	$(BIN)/lint-imports
 
+# pytest's options live in pyproject.toml: a random order every run (its seed is printed at the top;
+# --random-order-seed=N replays one), the 15 slowest tests, a 15-minute limit per test.
 test: lint typecheck imports
 	$(BIN)/pytest
+
+# The same suite on two processes (pytest-xdist), each with its own database, Redis and stacks; a
+# module's tests stay together on one process (its module-scoped fixtures are made once).
+test-parallel: lint typecheck
+	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: install
 	$(BIN)/python benchmarks/glue_speed.py

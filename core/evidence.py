@@ -138,7 +138,7 @@ def _arch_r(markers: dict[str, Any], names: dict[str, str]) -> dict[str, dict[st
 
 
 def build_evidence(results: dict[str, Any], study: str) -> dict[str, Any]:
-    """The evidence document from a study's ``results.json`` (``core.validate`` writes it)."""
+    """The evidence document from a study's ``results.json`` (``core.study`` writes it)."""
     outcomes: dict[str, Any] = {}
     for outcome, analysis in sorted(results["analysis"].items()):
         if "skipped" in analysis:

@@ -1,9 +1,13 @@
-"""Shared fixtures: real checkpoints from installed packages, exported as torch.export programs."""
+"""Shared fixtures: real checkpoints from installed packages, exported as torch.export programs.
+
+A test marked ``gpu`` needs a CUDA device and is skipped without one (it runs on the GPU machine).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -41,6 +45,25 @@ def export_program(model: nn.Module, path: Path, preprocess: dict | None, label_
     meta = {"preprocess": preprocess, "label_space": label_space} if preprocess else {}
     torch.export.save(program, path, extra_files={"zootriage.json": json.dumps(meta)})
     return path
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (runs on the GPU machine)")
+
+
+@pytest.fixture
+def wide_consoles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line's rich consoles print 200 columns wide in this test. They are made at import
+    and fix their width from COLUMNS then (xdist's workers set 80), so setting COLUMNS for an in-process
+    run is not enough: long lines would wrap and table cells be cut."""
+    from rich.console import Console
+
+    for name, module in list(sys.modules.items()):
+        if name == "zootriage.app.cli" or name.startswith("zootriage.app.cli."):
+            for value in vars(module).values():
+                if isinstance(value, Console):
+                    monkeypatch.setattr(value, "_width", 200)
 
 
 def _state(path: Path) -> dict[str, torch.Tensor]:

@@ -48,8 +48,7 @@ class ProgressWriter:
             )
         if result.rowcount == 0:  # type: ignore[attr-defined]
             raise JobCancelled(str(self._job_id))
-        if entering:
-            pause_at(stage)
+        pause_at(stage, int(done), entering=entering)
 
     def cancelled(self) -> bool:
         """The ``core.errors.CancelCheck`` of this job: has its row left the running state?"""

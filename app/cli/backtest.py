@@ -44,8 +44,8 @@ def backtest(
     as_json: Annotated[bool, typer.Option("--json", help="print every number as JSON")] = False,
 ) -> None:
     """Correlations (Pearson, Spearman, bootstrap 95% CIs) and pairwise win rates of every marker."""
-    from zootriage.core.validate.csv_records import read_records
-    from zootriage.core.validate.stats import backtest as run_backtest
+    from zootriage.core.study.csv_records import read_records
+    from zootriage.core.study.stats import backtest as run_backtest
 
     err = Console(stderr=True)
     try:

@@ -27,10 +27,10 @@ def study(
     """Does ID geometry predict OOD transfer? Train a zoo on MNIST and back-test every marker."""
     import torch
 
-    from zootriage.core.validate.analysis import analyze_study
-    from zootriage.core.validate.config import load_config
-    from zootriage.core.validate.report import write_report
-    from zootriage.core.validate.study import run_study
+    from zootriage.core.study.analysis import analyze_study
+    from zootriage.core.study.config import load_config
+    from zootriage.core.study.report import write_report
+    from zootriage.core.study.run import run_study
 
     err = Console(stderr=True)
     try:

@@ -44,7 +44,6 @@ class JobStatus(enum.StrEnum):
 
 
 ACTIVE_STATUSES = (JobStatus.queued, JobStatus.running)
-TERMINAL_STATUSES = (JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled)
 _STATUS_VALUES = ", ".join(f"'{s.value}'" for s in JobStatus)
 _ACTIVE_VALUES = ", ".join(f"'{s.value}'" for s in ACTIVE_STATUSES)
 Timestamp = UtcDateTime()

@@ -3,7 +3,7 @@
 The rules: every named run must exist (404 ``run_not_found``), all were scored under one protocol
 (422 ``mixed_protocols``) on one ID dataset (422 ``mixed_datasets``), and the markers asked for are
 carried by some run (422 ``unknown_marker``). Then the same statistics as the ``study`` and ``backtest``
-commands (``core.validate.stats.backtest``): Pearson and Spearman with bootstrap 95% intervals, pooled
+commands (``core.study.stats.backtest``): Pearson and Spearman with bootstrap 95% intervals, pooled
 and per architecture, and pairwise win rates within an architecture.
 """
 
@@ -20,7 +20,7 @@ from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
 from zootriage.app.services.errors import ServiceError
 from zootriage.core.evidence import RuleEvidence, evidence_for, load_evidence
-from zootriage.core.validate.stats import Record, backtest
+from zootriage.core.study.stats import Record, backtest
 
 SHOWN_MISSING = 10
 

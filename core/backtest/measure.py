@@ -22,7 +22,7 @@ from zootriage.core.backtest.splits import TaskData
 from zootriage.core.glue import GlueResult, analyze
 from zootriage.core.markers import compute_markers, list_markers
 from zootriage.core.markers.registry import MarkerUndefined
-from zootriage.core.validate.probe import ProbeSplit
+from zootriage.core.study.probe import ProbeSplit
 
 ACTIVE = 1e-6
 REGIME_FIELDS = ("degenerate", "separable_fraction", "saturated_fraction")

@@ -1,7 +1,7 @@
 """The study's outcomes on frozen penultimate features of the OOD images.
 
 - Full linear probe (the primary outcome): multinomial logistic regression on standardised features
-  (:func:`core.validate.probe.probe_accuracy`), fitted on the OOD set's fit half and scored on the
+  (:func:`core.study.probe.probe_accuracy`), fitted on the OOD set's fit half and scored on the
   other half, at one C per task chosen by :func:`choose_task_c` on the random-init models only.
 - Few-shot probes (secondary): nearest class mean on standardised features. Each of ``episodes``
   seeded episodes draws ``shots`` support images per class from the fit half; every image of the
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from zootriage.core.validate.probe import ProbeSplit, choose_c, probe_accuracy
+from zootriage.core.study.probe import ProbeSplit, choose_c, probe_accuracy
 
 
 def task_c_scores(

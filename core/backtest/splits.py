@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from zootriage.core.backtest.config import StudyConfig, TaskName
-from zootriage.core.validate.datasets import _arrays, balanced_indices
-from zootriage.core.validate.probe import stratified_split
+from zootriage.core.study.datasets import _arrays, balanced_indices
+from zootriage.core.study.probe import stratified_split
 
 ANIMALS = "animal-mnist"
 

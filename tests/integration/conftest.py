@@ -1,4 +1,9 @@
-"""Fixtures against the real PostgreSQL and Redis of the machine; unreachable means failed, not skipped."""
+"""Fixtures against the real PostgreSQL and Redis of the machine; unreachable means failed, not skipped.
+
+Expensive things (the database, Redis, the two stacks) are made once per session (once per xdist
+process); every test that writes starts from empty tables (``clean_db``) and creates what it asserts on.
+Every test under tests/integration gets the ``integration`` marker here.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +16,21 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import delete
 
-from tests.integration.databases import migrate, private_redis, scratch_database
+from tests.integration.databases import migrate, private_redis, scratch_database, wipe_tables
 from tests.integration.models import export_mnist_cnn
-from tests.integration.stack import Stack, start_stack
-from zootriage.app.db.models import ApiKey, Checkpoint, Job, Marker, Run
+from tests.integration.stack import Stack, TriageStack, start_stack, start_triage_stack
+from zootriage.app.db.models import Gate
 from zootriage.app.db.session import session_scope
 from zootriage.app.main import create_app
 from zootriage.app.settings import Settings
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -60,16 +73,10 @@ def settings(database_url: str, redis_url: str, state_dir: Path) -> Settings:
 
 @pytest.fixture
 def clean_db(database_url: str) -> Iterator[str]:
-    """Each test that writes starts from empty tables."""
-
-    def wipe() -> None:
-        with session_scope(database_url) as session:
-            for table in (Marker, Job, Run, Checkpoint, ApiKey):
-                session.execute(delete(table))
-
-    wipe()
+    """Each test that writes starts from empty tables (every table, see ``wipe_tables``)."""
+    wipe_tables(database_url)
     yield database_url
-    wipe()
+    wipe_tables(database_url)
 
 
 @pytest.fixture
@@ -93,9 +100,33 @@ def program_ref(client: TestClient, mnist_program: Path) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """uvicorn + one Celery worker process for the whole session. Redis hands a dead worker's job to
-    the next worker after the visibility timeout, kept short here so the kill test stays quick."""
+    the next worker after the visibility timeout, kept short here so the kill test stays quick. The
+    worker has the test pause at ``extract:mid``, open unless a test closes it (``Stack.paused``)."""
     running = start_stack(
-        settings, tmp_path_factory.mktemp("logs"), ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="8"
+        settings, tmp_path_factory.mktemp("logs"), pausable=True, ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="8"
     )
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def triage_stack(
+    settings: Settings, redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TriageStack]:
+    """The stack of the ranking, recommendation and command-line tests (see ``start_triage_stack``)."""
+    running = start_triage_stack(settings, redis_server, tmp_path_factory.mktemp("triage"))
+    yield running
+    running.stack.stop()
+
+
+@pytest.fixture
+def api(
+    client: TestClient, database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[TestClient]:
+    """An empty TORCH_HOME: no torchvision weights are available, so nothing real is ever scored here."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with session_scope(database_url) as session:
+        session.execute(delete(Gate))
+    yield client
+    with session_scope(database_url) as session:
+        session.execute(delete(Gate))

@@ -13,6 +13,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tests.integration.servers import RedisServer
+from zootriage.app.db import models
+from zootriage.app.db.session import session_scope
 
 ADMIN_URL = os.environ.get(
     "ZOOTRIAGE_TEST_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -34,6 +36,14 @@ def scratch_database() -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def wipe_tables(url: str) -> None:
+    """Empty every table of the models (the metadata's list, so a new table is never forgotten) in
+    one TRUNCATE; the migration bookkeeping (alembic_version) stays."""
+    tables = ", ".join(f'"{table.name}"' for table in models.Base.metadata.sorted_tables)
+    with session_scope(url) as session:
+        session.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
 
 
 def alembic_config(url: str) -> Config:

@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +25,11 @@ def free_port() -> int:
 
 
 def service_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The environment of the stack's processes: this one's, less any ZOOTRIAGE_ setting of its own (a
+    developer's shell, a command run in-process), plus ``settings`` and ``extra``."""
+    inherited = {key: value for key, value in os.environ.items() if not key.startswith("ZOOTRIAGE_")}
     env = {
-        **os.environ,
+        **inherited,
         "HF_HUB_OFFLINE": "1",
         "ZOOTRIAGE_STATE_DIR": str(settings.state_dir),
         "ZOOTRIAGE_DATABASE_URL": settings.effective_database_url,
@@ -106,6 +111,21 @@ class Stack:
         self.api.terminate()
         self.api.wait(timeout=30)
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Close the worker's test pause (``worker/pause.py``) for the block: a job reaching its spot
+        waits there until the block ends. Only for a stack started with ``pausable=True``."""
+        release = Path(self.env[PAUSE_FILE])
+        release.unlink()
+        try:
+            yield
+        finally:
+            release.touch()
+
+
+PAUSE_STAGE = "ZOOTRIAGE_TEST_PAUSE_STAGE"
+PAUSE_FILE = "ZOOTRIAGE_TEST_PAUSE_FILE"
+
 
 def start_api(settings: Settings, logs: Path, **extra_env: str) -> tuple[subprocess.Popen[bytes], str]:
     """uvicorn serving ``create_app`` on a free loopback port; returns the process and its base URL."""
@@ -132,9 +152,43 @@ def start_api(settings: Settings, logs: Path, **extra_env: str) -> tuple[subproc
         time.sleep(0.2)
 
 
-def start_stack(settings: Settings, logs: Path, *, worker: bool = True, **extra_env: str) -> Stack:
+def start_stack(
+    settings: Settings, logs: Path, *, worker: bool = True, pausable: bool = False, **extra_env: str
+) -> Stack:
+    """The API and (unless ``worker=False``) a worker. ``pausable``: the worker has the test pause at
+    ``extract:mid``, open until a test closes it with ``Stack.paused``."""
+    if pausable:
+        (logs / "pause-open").touch()
+        extra_env = {PAUSE_STAGE: "extract:mid", PAUSE_FILE: str(logs / "pause-open"), **extra_env}
     api, base_url = start_api(settings, logs, **extra_env)
     stack = Stack(base_url, service_env(settings, **extra_env), logs, api)
     if worker:
         stack.start_worker()
     return stack
+
+
+@dataclass
+class TriageStack:
+    """A stack whose API and worker read our TORCH_HOME, with its own broker database."""
+
+    stack: Stack
+    torch_home: Path
+    http: httpx.Client
+
+
+TRIAGE_UPLOAD_LIMIT = 16 * 1024 * 1024  # admits the LeNet5 programs
+
+
+def start_triage_stack(settings: Settings, redis_server: str, folder: Path) -> TriageStack:
+    """torchvision weights cannot be downloaded here, so tests place seeded random-init state_dicts under
+    the weights enums' file names in this TORCH_HOME; the API (which hashes them to find runs) and the
+    worker (which scores them) must both read it. Redis database 9 is its broker, so that the session's
+    other stack never takes these jobs."""
+    torch_home = folder / "torch"
+    own = settings.model_copy(
+        update={"broker_url": f"{redis_server}/9", "upload_limit_bytes": TRIAGE_UPLOAD_LIMIT}
+    )
+    logs = folder / "logs"
+    logs.mkdir()
+    stack = start_stack(own, logs, TORCH_HOME=str(torch_home), ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="60")
+    return TriageStack(stack, torch_home, httpx.Client(base_url=stack.base_url, timeout=120))

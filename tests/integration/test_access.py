@@ -4,41 +4,45 @@ from __future__ import annotations
 
 import hmac
 import os
-import subprocess
-import sys
+import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from unittest.mock import patch
 
 import pytest
-from fastapi.testclient import TestClient
+from click.testing import Result
+from typer.testing import CliRunner
 
+from tests.integration.access import PUBLIC, app_client, stored_key
 from zootriage.app.access import UnsafeBind
-from zootriage.app.api_keys import Scope, create_api_key, hash_key
-from zootriage.app.db.session import session_scope
+from zootriage.app.api_keys import Scope, hash_key
+from zootriage.app.cli import app as cli
 from zootriage.app.main import create_app
-from zootriage.app.settings import Settings
+from zootriage.app.settings import Settings, get_settings
+
+pytestmark = pytest.mark.usefixtures("wide_consoles")
 
 INVALID_JOB = {"model": {"source": "magic"}, "dataset": {"source": "builtin", "name": "mnist"}}
-PUBLIC = {"host": "0.0.0.0"}
 
 
-def stored_key(database_url: str, *scopes: Scope, name: str = "test") -> str:
-    with session_scope(database_url) as session:
-        return create_api_key(session, name, frozenset(scopes)).key
+@pytest.fixture(autouse=True)
+def fresh_settings() -> Iterator[None]:
+    """The commands read ``get_settings()`` (cached): each test's environment is read afresh."""
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
 
 
-@contextmanager
-def app_client(settings: Settings, **changes: object) -> Iterator[TestClient]:
-    with TestClient(create_app(settings.model_copy(update=changes)), raise_server_exceptions=False) as client:
-        yield client
-
-
-def zootriage(database_url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("ZOOTRIAGE_")}
-    environment |= {"ZOOTRIAGE_DATABASE_URL": database_url, "COLUMNS": "200", **env}
-    command = [str(Path(sys.executable).parent / "zootriage"), *args]
-    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=120, check=False)
+def zootriage(database_url: str, *args: str, **settings: str) -> Result:
+    """``zootriage ARGS`` in this process; its ZOOTRIAGE_ settings are the database and ``settings``.
+    The environment is put back afterwards: ``serve`` exports its address for uvicorn's workers."""
+    env: dict[str, str | None] = {key: None for key in os.environ if key.startswith("ZOOTRIAGE_")}
+    env |= {"ZOOTRIAGE_DATABASE_URL": database_url, "COLUMNS": "200", **settings}
+    get_settings.cache_clear()
+    with patch.dict(os.environ):
+        result = CliRunner().invoke(cli, list(args), env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError("".join(traceback.format_exception(*result.exc_info)))
+    return result
 
 
 def test_the_loopback_default_is_open_for_reads_and_writes_until_a_key_exists(
@@ -138,7 +142,7 @@ def test_keys_lifecycle_through_the_api(settings: Settings, clean_db: str) -> No
 
 def test_keys_lifecycle_through_the_command_line(settings: Settings, clean_db: str) -> None:
     created = zootriage(clean_db, "api-keys", "create", "nightly", "--scope", "read")
-    assert created.returncode == 0, created.stderr
+    assert created.exit_code == 0, created.stderr
     key = created.stdout.strip()
     assert key.startswith("zt_")
     with app_client(settings, **PUBLIC) as client:
@@ -146,19 +150,19 @@ def test_keys_lifecycle_through_the_command_line(settings: Settings, clean_db: s
         assert client.post("/v1/jobs", json=INVALID_JOB, headers={"X-API-Key": key}).status_code == 403
 
         listed = zootriage(clean_db, "api-keys", "list")
-        assert listed.returncode == 0, listed.stderr
+        assert listed.exit_code == 0, listed.stderr
         row = next(line for line in listed.stdout.splitlines() if "nightly" in line)
         assert "read" in row and key not in listed.stdout and hash_key(key) not in listed.stdout
         key_id = row.split()[0]
         assert row.rstrip().endswith("-")  # not revoked
 
-        assert zootriage(clean_db, "api-keys", "revoke", key_id).returncode == 0
+        assert zootriage(clean_db, "api-keys", "revoke", key_id).exit_code == 0
         assert client.get("/v1/runs", headers={"X-API-Key": key}).status_code == 401
     listed = zootriage(clean_db, "api-keys", "list")
     revoked_row = next(line for line in listed.stdout.splitlines() if "nightly" in line)
     assert not revoked_row.rstrip().endswith("-")
     unknown = zootriage(clean_db, "api-keys", "revoke", "999999")
-    assert unknown.returncode == 2 and "no API key 999999" in unknown.stderr
+    assert unknown.exit_code == 2 and "no API key 999999" in unknown.stderr
     assert "Traceback" not in unknown.stderr
 
 
@@ -195,12 +199,14 @@ def test_off_loopback_the_server_refuses_to_start_without_a_key(settings: Settin
     create_app(settings.model_copy(update={**PUBLIC, "allow_no_keys": True}))
     create_app(settings.model_copy(update={**PUBLIC, "api_key_hashes": [hash_key("zt_x")]}))
 
+    host_before = os.environ.get("ZOOTRIAGE_HOST")
     refused = zootriage(clean_db, "serve", "--host", "0.0.0.0", "--no-migrate")
-    assert refused.returncode == 2
+    assert os.environ.get("ZOOTRIAGE_HOST") == host_before  # nothing leaks into later tests' stacks
+    assert refused.exit_code == 2
     assert "refusing to serve on 0.0.0.0" in refused.stderr and "ZOOTRIAGE_ALLOW_NO_KEYS" in refused.stderr
     assert "Traceback" not in refused.stderr
     by_setting = zootriage(clean_db, "serve", "--no-migrate", ZOOTRIAGE_HOST="10.1.2.3")
-    assert by_setting.returncode == 2 and "refusing to serve on 10.1.2.3" in by_setting.stderr
+    assert by_setting.exit_code == 2 and "refusing to serve on 10.1.2.3" in by_setting.stderr
 
     stored_key(clean_db, Scope.admin)
     create_app(settings.model_copy(update=PUBLIC))

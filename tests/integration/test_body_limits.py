@@ -20,6 +20,8 @@ import pytest
 from tests.integration.stack import Stack, start_stack
 from zootriage.app.settings import Settings
 
+pytestmark = pytest.mark.slow  # streams hundreds of megabytes
+
 MB = 1024 * 1024
 GROWTH_BOUND = 100 * MB  # loose: the unbounded versions grew by 0.8-1.4 GB
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.integration.jobs import run_job
 from zootriage.app.settings import Settings
 
 
@@ -75,24 +75,6 @@ def test_a_job_past_its_time_limit_fails_with_a_clear_code(
     assert job["error"] == {
         "code": "time_limit", "message": "loading the model and extracting features ran past 1 s"
     }
-
-
-def run_job(
-    client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, model: dict[str, Any]
-) -> dict[str, Any]:
-    """Submit through the API and run the task in this process (the real worker code and child)."""
-    import zootriage.app.services.jobs as jobs
-    import zootriage.worker.tasks as tasks
-
-    monkeypatch.setattr(jobs, "enqueue_score", lambda _settings, _job_id: None)
-    monkeypatch.setattr(tasks, "get_settings", lambda: settings)
-    request = {"model": model, "dataset": {"source": "builtin", "name": "mnist"},
-               "sampling": {"per_class": 3, "split": "test"}}
-    submitted = client.post("/v1/jobs", json=request)
-    assert submitted.status_code == 202, submitted.text
-    job_id = submitted.json()["id"]
-    assert tasks.score_job.apply(args=[job_id]).state == "SUCCESS"
-    return dict(client.get(f"/v1/jobs/{job_id}").json())
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_cli_client import SCORING, no_traceback, zootriage
-from tests.integration.triage_fixtures import TriageStack, triage_stack  # noqa: F401  (a fixture)
+from tests.integration.cli import SCORING, no_traceback, zootriage
+from tests.integration.stack import TriageStack
 
 
 @pytest.fixture(scope="module")
@@ -20,19 +20,19 @@ def program(digit_programs: dict[str, Path]) -> str:
 def scored_run(stack: TriageStack, program: str, *args: str) -> str:
     """The id of the run of ``program`` with these options, scored now if it was not yet."""
     answer = zootriage(stack, "submit", program, *SCORING, *args, "--json")
-    assert answer.returncode == 0, answer.stderr
+    assert answer.exit_code == 0, answer.stderr
     body = json.loads(answer.stdout)
     if "run_id" not in body and "markers" in body:  # already computed: the run itself
         return str(body["id"])
     status = zootriage(stack, "status", body["id"], "--json")
-    assert status.returncode == 0, status.stderr
+    assert status.exit_code == 0, status.stderr
     return str(json.loads(status.stdout)["run_id"])
 
 
-def test_show_prints_every_marker_with_its_noise(triage_stack: TriageStack, program: str) -> None:  # noqa: F811
+def test_show_prints_every_marker_with_its_noise(triage_stack: TriageStack, program: str) -> None:
     run_id = scored_run(triage_stack, program, "--name", "shown net", "--seed", "11")  # a run of its own
     shown = zootriage(triage_stack, "show", run_id)
-    assert shown.returncode == 0, shown.stderr
+    assert shown.exit_code == 0, shown.stderr
     assert run_id in shown.stdout and "shown net" in shown.stdout
     assert "± std" in shown.stdout and "dimension" in shown.stdout and "noise" in shown.stdout
     assert "no noise estimate" not in shown.stderr  # the default repeats give one
@@ -41,15 +41,15 @@ def test_show_prints_every_marker_with_its_noise(triage_stack: TriageStack, prog
     assert dimension["std"] is not None and dimension["std"] >= 0  # the default repeats give a std
 
     short = zootriage(triage_stack, "show", run_id[:8])
-    assert short.returncode == 2 and "is not an id" in short.stderr
+    assert short.exit_code == 2 and "is not an id" in short.stderr
     missing = zootriage(triage_stack, "show", "00000000-0000-0000-0000-000000000000")
-    assert missing.returncode == 2 and "run_not_found" in missing.stderr
+    assert missing.exit_code == 2 and "run_not_found" in missing.stderr
     for result in (short, missing):
         no_traceback(result)
 
 
 def test_history_pages_orders_and_filters_on_a_marker(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     program: str,
 ) -> None:
     for points in ("8", "9"):
@@ -60,7 +60,7 @@ def test_history_pages_orders_and_filters_on_a_marker(
     assert len(values) >= 2 and values == sorted(values)
 
     first = zootriage(triage_stack, "history", *common[:-1], "--limit", "1")
-    assert first.returncode == 0 and "more: repeat with --cursor" in first.stderr, first.stderr
+    assert first.exit_code == 0 and "more: repeat with --cursor" in first.stderr, first.stderr
     cursor = first.stderr.split("--cursor", 1)[1].split()[0]
     page = json.loads(zootriage(triage_stack, "history", *common, "--limit", "1").stdout)
     after = zootriage(triage_stack, "history", *common, "--limit", "1", "--cursor", cursor)
@@ -75,25 +75,25 @@ def test_history_pages_orders_and_filters_on_a_marker(
 
 
 def test_a_narrow_terminal_leaves_columns_out_and_says_which(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     program: str,
 ) -> None:
     scored_run(triage_stack, program)
     narrow = zootriage(triage_stack, "history", "--limit", "3", columns=60)
-    assert narrow.returncode == 0, narrow.stderr
+    assert narrow.exit_code == 0, narrow.stderr
     assert "not shown at this width:" in narrow.stdout
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
 
 
 def test_gates_lists_decisions_and_cancel_refuses_a_finished_job(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     program: str,
     digit_programs: dict[str, Path],
 ) -> None:
     baseline = f"ckpt:{digit_programs['clntrained']}"
     gate = zootriage(triage_stack, "gate", "--candidate", program, "--baseline", baseline, *SCORING,
                      "--rule", "id_accuracy: min 1.01", "--json")
-    assert gate.returncode == 1, gate.stderr
+    assert gate.exit_code == 1, gate.stderr
     gate_id = json.loads(gate.stdout)["id"]
     listed = json.loads(zootriage(triage_stack, "gates", "--not-passed", "--json", "--limit", "50").stdout)
     assert gate_id in [g["id"] for g in listed["items"]]
@@ -107,5 +107,5 @@ def test_gates_lists_decisions_and_cancel_refuses_a_finished_job(
     job_id = queued["id"]
     zootriage(triage_stack, "status", job_id)  # wait for it to finish
     refused = zootriage(triage_stack, "cancel", job_id)
-    assert refused.returncode == 2 and "409" in refused.stderr
+    assert refused.exit_code == 2 and "409" in refused.stderr
     no_traceback(refused)

@@ -1,66 +1,34 @@
-"""The ``zootriage`` client commands as a CI job runs them: real processes against the real stack.
+"""The ``zootriage`` client commands as a CI job runs them, against the real stack.
 
 A gate uploads a local checkpoint, waits for scoring, and exits 0 when it passes, 1 when it fails
 (naming the failing rule), 3 when it is inconclusive (within the noise, or no noise estimate), 2 on a
-usage or service error, with a message and never a traceback.
+usage or service error, with a message and never a traceback. The commands run in this process
+(Typer's runner: the same code as the console script, without a torch import per call); each test
+starts from empty tables and makes the runs it asserts on.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.triage_fixtures import (  # noqa: F401  (triage_stack is a fixture)
-    TriageStack,
-    place_torchvision_weights,
-    triage_stack,
-)
+from tests.integration.cli import SCORING, no_traceback, zootriage
+from tests.integration.models import place_torchvision_weights
+from tests.integration.stack import TriageStack
 
-SCORING = [
-    "--dataset",
-    "builtin:mnist",
-    "--split",
-    "test",
-    "--per-class",
-    "50",
-    "--n-t",
-    "50",
-    "--points-per-class",
-    "10",
-]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("wide_consoles")]  # real jobs through the stack
 
-
-def zootriage(
-    stack: TriageStack, *args: str, url: str | None = None, columns: int = 200
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "ZOOTRIAGE_URL": url or stack.stack.base_url,
-        "COLUMNS": str(columns),
-        "HF_HUB_OFFLINE": "1",
-    }
-    env.pop("ZOOTRIAGE_API_KEY", None)
-    command = [sys.executable, "-c", "from zootriage.app.cli import main; main()", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
-
-
-def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in result.stderr + result.stdout
-
-
-@pytest.fixture(scope="module")
-def checkpoints(digit_programs: dict[str, Path]) -> tuple[str, str]:
+@pytest.fixture
+def checkpoints(digit_programs: dict[str, Path], clean_db: str) -> tuple[str, str]:
+    """The adversarially and the normally trained LeNet5 as local files, on empty tables."""
     return f"ckpt:{digit_programs['advtrained']}", f"ckpt:{digit_programs['clntrained']}"
 
 
 def test_gate_passes_and_fails_with_exit_codes(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     checkpoints: tuple[str, str],
 ) -> None:
     candidate, baseline = checkpoints
@@ -68,7 +36,7 @@ def test_gate_passes_and_fails_with_exit_codes(
     passing = zootriage(
         triage_stack, *gate, "--rule", "dimension: max 1000", "--rule", "id_accuracy: min 0.5"
     )
-    assert passing.returncode == 0, passing.stderr
+    assert passing.exit_code == 0, passing.stderr
     assert "PASSED" in passing.stdout and "dimension: max 1000" in passing.stdout
     # Uploaded files are called by the names they were uploaded under, never by their hashes.
     assert "lenet5_advtrained.pt2 against lenet5_clntrained.pt2" in passing.stdout
@@ -77,7 +45,7 @@ def test_gate_passes_and_fails_with_exit_codes(
     failing = zootriage(
         triage_stack, *gate, "--rule", "id_accuracy: min 1.01", "--rule", "dimension: max 1000"
     )
-    assert failing.returncode == 1, failing.stderr
+    assert failing.exit_code == 1, failing.stderr
     assert "failed id_accuracy: min 1.01" in failing.stderr
     assert "dimension: max 1000:" not in failing.stderr  # only rules that did not pass are listed
     no_traceback(failing)
@@ -95,19 +63,19 @@ def test_gate_passes_and_fails_with_exit_codes(
         "utilization: max_relative_drop 1",
         "--json",
     )
-    assert by_run.returncode == 0, by_run.stderr
+    assert by_run.exit_code == 0, by_run.stderr
     decided = json.loads(by_run.stdout)
     assert decided["passed"] is True and decided["baseline_run_id"] == baseline_run
 
 
 def test_gate_without_a_noise_estimate_is_inconclusive_exit_3(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     checkpoints: tuple[str, str],
 ) -> None:
     candidate, baseline = checkpoints
     gate = ["gate", "--candidate", candidate, "--baseline", baseline, *SCORING, "--repeats", "1"]
     answer = zootriage(triage_stack, *gate, "--rule", "dimension: max 1000")
-    assert answer.returncode == 3, answer.stderr
+    assert answer.exit_code == 3, answer.stderr
     assert "INCONCLUSIVE" in answer.stdout
     assert "inconclusive dimension: max 1000" in answer.stderr and "no noise estimate" in answer.stderr
     no_traceback(answer)
@@ -122,7 +90,7 @@ def test_gate_without_a_noise_estimate_is_inconclusive_exit_3(
     ],
 )
 def test_gate_usage_errors_exit_2(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     checkpoints: tuple[str, str],
     args: list[str],
     message: str,
@@ -130,63 +98,67 @@ def test_gate_usage_errors_exit_2(
     result = zootriage(
         triage_stack, "gate", "--candidate", checkpoints[0], "--baseline", checkpoints[1], *SCORING, *args
     )
-    assert result.returncode == 2
+    assert result.exit_code == 2
     assert message in result.stderr
     no_traceback(result)
 
 
-def test_service_errors_exit_2(triage_stack: TriageStack) -> None:  # noqa: F811
+def test_service_errors_exit_2(triage_stack: TriageStack, clean_db: str) -> None:
     unreachable = zootriage(triage_stack, "history", url="http://127.0.0.1:9")
-    assert unreachable.returncode == 2 and "cannot reach the service" in unreachable.stderr
+    assert unreachable.exit_code == 2 and "cannot reach the service" in unreachable.stderr
     unknown = zootriage(triage_stack, "recommend", "no_such_net", "--dataset", "builtin:mnist")
-    assert unknown.returncode == 2 and "unknown_model" in unknown.stderr
+    assert unknown.exit_code == 2 and "unknown_model" in unknown.stderr
     bad_ref = zootriage(triage_stack, "rank", "nonsense", "--dataset", "builtin:mnist")
-    assert bad_ref.returncode == 2 and "bad_reference" in bad_ref.stderr
+    assert bad_ref.exit_code == 2 and "bad_reference" in bad_ref.stderr
     for result in (unreachable, unknown, bad_ref):
         no_traceback(result)
 
 
 def test_submit_status_and_history(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     checkpoints: tuple[str, str],
 ) -> None:
-    again = zootriage(triage_stack, "submit", checkpoints[0], *SCORING)  # scored by the gate test
-    assert again.returncode == 0, again.stderr
+    first = zootriage(triage_stack, "submit", checkpoints[0], *SCORING)
+    assert first.exit_code == 0 and "queued: job" in first.stdout, first.stderr
+    first_job = first.stdout.split("queued: job")[1].split()[0]
+    assert "succeeded, run" in zootriage(triage_stack, "status", first_job).stdout
+    again = zootriage(triage_stack, "submit", checkpoints[0], *SCORING)
+    assert again.exit_code == 0, again.stderr
     assert "already computed: run" in again.stdout
     named = ["--name", "adv lenet", "--tag", "team=robust", "--tag", "stage=cli"]
     queued = zootriage(triage_stack, "submit", checkpoints[0], *SCORING[:-1], "11", *named)
-    assert queued.returncode == 0 and "queued: job" in queued.stdout, queued.stderr
+    assert queued.exit_code == 0 and "queued: job" in queued.stdout, queued.stderr
     job_id = queued.stdout.split("queued: job")[1].split()[0]
     status = zootriage(triage_stack, "status", job_id)
-    assert status.returncode == 0, status.stderr
+    assert status.exit_code == 0, status.stderr
     assert f"job {job_id} (adv lenet): succeeded, run" in status.stdout
     assert "run adv lenet: torch.export [stage=cli team=robust]" in status.stdout
     tagged = zootriage(triage_stack, "history", "--tag", "team=robust", "--tag", "stage=cli")
-    assert tagged.returncode == 0 and "adv lenet" in tagged.stdout and "team=robust" in tagged.stdout
+    assert tagged.exit_code == 0 and "adv lenet" in tagged.stdout and "team=robust" in tagged.stdout
     assert zootriage(triage_stack, "history", "--tag", "team=other").stdout.count("adv lenet") == 0
     bad_tag = zootriage(triage_stack, "history", "--tag", "Team")
-    assert bad_tag.returncode == 2 and "not key=value" in bad_tag.stderr
+    assert bad_tag.exit_code == 2 and "not key=value" in bad_tag.stderr
     no_traceback(bad_tag)
 
     as_json = json.loads(zootriage(triage_stack, "history", "--json", "--limit", "100").stdout)
-    assert len(as_json["items"]) >= 3
+    assert len(as_json["items"]) == 2
     as_csv = zootriage(triage_stack, "history", "--csv").stdout.splitlines()
     assert as_csv[0].startswith("id,created_at") and len(as_csv) == len(as_json["items"]) + 1
     table = zootriage(triage_stack, "history", "--sort", "dimension")
-    assert table.returncode == 0 and as_json["items"][0]["id"][:8] in table.stdout
+    assert table.exit_code == 0 and as_json["items"][0]["id"][:8] in table.stdout
 
 
 def test_rank_and_recommend_wait_for_their_jobs(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     checkpoints: tuple[str, str],
 ) -> None:
     ranked = zootriage(triage_stack, "rank", *checkpoints, *SCORING, "--json")
-    assert ranked.returncode == 0, ranked.stderr
+    assert ranked.exit_code == 0, ranked.stderr
     entries = json.loads(ranked.stdout)["entries"]
     assert len(entries) == 2 and all(entry["rank"] is not None for entry in entries)
     assert {entry["label"] for entry in entries} == {"lenet5_advtrained.pt2", "lenet5_clntrained.pt2"}
     table = zootriage(triage_stack, "rank", *checkpoints, *SCORING)
-    assert table.returncode == 0 and "lenet5_clntrained.pt2" in table.stdout
+    assert table.exit_code == 0 and "lenet5_clntrained.pt2" in table.stdout
     assert not re.search(r"[0-9a-f]{64}", table.stdout)
 
     for seed, weights in enumerate(("IMAGENET1K_V1", "IMAGENET1K_V2")):
@@ -206,7 +178,7 @@ def test_rank_and_recommend_wait_for_their_jobs(
         "4",
     ]
     recommended = zootriage(triage_stack, "recommend", "mobilenet_v2", *tiny)
-    assert recommended.returncode == 0, recommended.stderr
+    assert recommended.exit_code == 0, recommended.stderr
     assert "IMAGENET1K_V1" in recommended.stdout and "verdict: " in recommended.stdout
     assert "ImageNet accuracy picks v2" in recommended.stdout
     assert (

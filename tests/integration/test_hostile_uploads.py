@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 import zootriage.app.services.uploads as uploads
 from tests import crafted
-from tests.integration.test_checkpoints import run_job
+from tests.integration.jobs import run_job
 from zootriage.app.settings import Settings
 
 Builder = Callable[[Path, Path, Path], Path]

@@ -27,10 +27,9 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
+from tests.integration.cli import SCORING
 from tests.integration.databases import scratch_database
-from tests.integration.stack import free_port
-from tests.integration.test_cli_client import SCORING
-from tests.integration.triage_fixtures import TriageStack, triage_stack  # noqa: F401  (a fixture)
+from tests.integration.stack import TriageStack, free_port
 from zootriage.app.migrate import alembic_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -162,7 +161,7 @@ def test_the_wheel_with_server_extras_migrates_and_serves(
 def test_the_client_alone_installs_light_and_gates_against_the_stack(
     wheel: Path,
     venv: Path,
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     digit_programs: dict[str, Path],
     tmp_path: Path,
 ) -> None:

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from tests.conftest import MNIST_NORMALISED
-from zootriage.app.db.models import Gate, Job, Marker, Run, RunTag
+from zootriage.app.db.models import Job, Marker, Run, RunTag
 from zootriage.app.db.run_key import request_key
 from zootriage.app.db.session import session_scope
 from zootriage.app.schemas.jobs import JobRequest
@@ -47,9 +47,8 @@ def small_programs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture
-def api(client: TestClient, database_url: str) -> TestClient:
-    with session_scope(database_url) as session:
-        session.execute(delete(Gate))
+def api(client: TestClient) -> TestClient:
+    """The in-process API on empty tables (``client`` wipes every table, gates included)."""
     return client
 
 

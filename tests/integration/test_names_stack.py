@@ -24,7 +24,9 @@ def plain_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return export_program(MNISTNet(28), (1, 28, 28), ProgramMetadata(), folder / "plain.pt2")
 
 
-def test_a_run_without_preprocessing_carries_the_warning(stack: Stack, plain_program: Path) -> None:
+def test_a_run_without_preprocessing_carries_the_warning(
+    stack: Stack, plain_program: Path, clean_db: str
+) -> None:
     http = httpx.Client(base_url=stack.base_url, timeout=60)
     form = {"name": "plain cnn", "tags": "origin=stack-test", "architecture": "MNISTNet"}
     files = {"file": ("plain.pt2", plain_program.read_bytes())}

@@ -9,7 +9,7 @@ import re
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from tests.integration.test_access import PUBLIC, app_client, stored_key
+from tests.integration.access import PUBLIC, app_client, stored_key
 from zootriage.app.api_keys import Scope
 from zootriage.app.db.models import Job
 from zootriage.app.db.session import session_scope

@@ -16,11 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import delete, select
 
 from tests.integration.browser import Watched, chromium, watched_page
+from tests.integration.databases import wipe_tables
 from tests.integration.seeding import fake_run
 from tests.integration.stack import Stack
-from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.models import Job, Run
 from zootriage.app.db.session import session_scope
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -47,9 +49,7 @@ def _finish(http: httpx.Client, posted: httpx.Response, timeout: float = 300) ->
 def scored(stack: Stack, digit_programs: dict[str, Path], database_url: str) -> list[str]:
     """Three real runs from an empty history: the ccexam MNIST CNN on three seeded samples (advertorch's
     LeNet5 programs are over the session's 2 MB upload limit)."""
-    with session_scope(database_url) as session:
-        for table in (Marker, Job, Run):
-            session.execute(table.__table__.delete())
+    wipe_tables(database_url)
     http = httpx.Client(base_url=stack.base_url, timeout=60)
     program = digit_programs["ccexam"].read_bytes()
     uploaded = http.post("/v1/checkpoints", files={"file": ("ccexam.pt2", program)})
@@ -78,6 +78,19 @@ def gate_id(stack: Stack, scored: list[str]) -> str:
     decided = httpx.post(f"{stack.base_url}/v1/gates", json=body, timeout=60)
     assert decided.status_code in {200, 201}, decided.text
     return str(decided.json()["id"])
+
+
+@pytest.fixture
+def history_kept(database_url: str, scored: list[str]) -> Iterator[None]:
+    """For a test that scores more: its new runs and jobs go afterwards, so that the module's other
+    tests (in any order) see the ``scored`` history alone."""
+    with session_scope(database_url) as session:
+        jobs_before = set(session.scalars(select(Job.id)))
+    yield
+    keep = [uuid.UUID(run_id) for run_id in scored]
+    with session_scope(database_url) as session:
+        session.execute(delete(Run).where(Run.id.not_in(keep)))
+        session.execute(delete(Job).where(Job.id.not_in(jobs_before)))
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +202,12 @@ def test_the_scatter_has_one_point_per_run(
 
 
 def test_upload_and_submit_forms_make_a_job_that_progresses_live(
-    stack: Stack, scored: list[str], digit_programs: dict[str, Path], browser_page: Watched, shots: Path
+    stack: Stack,
+    scored: list[str],
+    history_kept: None,
+    digit_programs: dict[str, Path],
+    browser_page: Watched,
+    shots: Path,
 ) -> None:
     page = browser_page.page
     page.goto(f"{stack.base_url}/")

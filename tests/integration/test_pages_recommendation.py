@@ -8,9 +8,7 @@ import re
 
 from fastapi.testclient import TestClient
 
-from tests.integration.test_triage_api import QUERY, api, count_jobs, stored_run
-
-__all__ = ["api"]  # the fixture, shared with the API's tests
+from tests.integration.stored_runs import QUERY, count_jobs, stored_run
 
 
 def _state(page: str) -> str:

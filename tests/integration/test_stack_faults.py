@@ -20,13 +20,17 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.integration.databases import migrate, scratch_database
+from tests.integration.jobs import job_body, wait
 from tests.integration.servers import PostgresCluster, RedisServer
+from tests.integration.stack import PAUSE_FILE as RELEASE
+from tests.integration.stack import PAUSE_STAGE as PAUSE
 from tests.integration.stack import Stack, start_stack
-from tests.integration.test_stack import job_body, wait
 from zootriage.app.db.models import Job, Run
 from zootriage.app.db.session import session_scope
 from zootriage.app.settings import Settings
 from zootriage.core.protocol import REPEATS_MAX
+
+pytestmark = pytest.mark.slow  # workers, Redis and PostgreSQL stopped and started
 
 LIVENESS = {
     "ZOOTRIAGE_HEARTBEAT_INTERVAL_S": "0.5",
@@ -35,8 +39,6 @@ LIVENESS = {
     "ZOOTRIAGE_REAPER_INTERVAL_S": "1",
     "ZOOTRIAGE_JOB_MAX_ATTEMPTS": "3",
 }
-PAUSE = "ZOOTRIAGE_TEST_PAUSE_STAGE"
-RELEASE = "ZOOTRIAGE_TEST_PAUSE_FILE"
 
 
 def stack_settings(state: Path, database_url: str, broker_url: str) -> Settings:

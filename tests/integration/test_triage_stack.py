@@ -10,20 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select
+import pytest
+from sqlalchemy import func, select
 
-from tests.integration.triage_fixtures import (
-    TriageStack,
-    place_torchvision_weights,
-    triage_stack,  # noqa: F401  (fixture)
-    upload,
-    wait_for_jobs,
-)
-from zootriage.app.db.models import Gate, Job, Marker, Run
+from tests.integration.jobs import upload, wait_for_jobs
+from tests.integration.models import place_torchvision_weights
+from tests.integration.stack import TriageStack
+from zootriage.app.db.models import Job
 from zootriage.app.db.session import session_scope
 from zootriage.core.protocol import DEFAULT_REPEATS
 from zootriage.core.triage import MarkerRecord, rank, verdict
 from zootriage.core.zoo import v1_v2_pairs
+
+pytestmark = pytest.mark.slow  # real jobs through the stack
 
 MNIST = {"source": "builtin", "name": "mnist"}
 QUERY = "dataset=builtin:mnist&split=test&classes=2&per_class=6&n_t=20&points_per_class=6"
@@ -46,13 +45,10 @@ def _jobs(database_url: str) -> int:
 
 
 def test_lenet5_pair_ranked_on_mnist(
-    triage_stack: TriageStack,  # noqa: F811
+    triage_stack: TriageStack,
     digit_programs: dict[str, Path],
-    database_url: str,
+    clean_db: str,
 ) -> None:
-    with session_scope(database_url) as session:
-        for table in (Gate, Marker, Job, Run):
-            session.execute(delete(table))
     http = triage_stack.http
     paths = {kind: upload(http, digit_programs[kind]) for kind in ("clntrained", "advtrained")}
     body: dict[str, Any] = {
@@ -86,13 +82,13 @@ def test_lenet5_pair_ranked_on_mnist(
     flagged = [e["label"] for e in ranking["entries"] if e["disagrees_with_id_accuracy"]]
     assert sorted(flagged) == sorted({n for pair in ranking["id_accuracy_discordant"] for n in pair})
 
-    jobs_before = _jobs(database_url)
+    jobs_before = _jobs(clean_db)
     again = http.post("/v1/rankings", json=body)
     assert again.status_code == 200 and again.json() == ranking  # stored runs, nothing queued
-    assert _jobs(database_url) == jobs_before
+    assert _jobs(clean_db) == jobs_before
 
 
-def test_recommendation_for_a_v1_v2_architecture(triage_stack: TriageStack) -> None:  # noqa: F811
+def test_recommendation_for_a_v1_v2_architecture(triage_stack: TriageStack, clean_db: str) -> None:
     http = triage_stack.http
     for seed, weights in enumerate(("IMAGENET1K_V1", "IMAGENET1K_V2")):
         place_torchvision_weights(triage_stack.torch_home, "mobilenet_v2", weights, seed)

@@ -30,7 +30,7 @@ from zootriage.core.backtest.splits import Images, load_task
 from zootriage.core.backtest.tables import accuracy_filter, kept
 from zootriage.core.backtest.training import train_model
 from zootriage.core.glue import analyze
-from zootriage.core.validate.probe import ProbeSplit
+from zootriage.core.study.probe import ProbeSplit
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

@@ -14,6 +14,8 @@ from zootriage.app.cli import app
 from zootriage.core.backtest.config import StudyConfig, load_config
 from zootriage.core.backtest.run import run_study
 
+pytestmark = pytest.mark.slow  # trains and measures a tiny zoo
+
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 PLAN_SECTIONS = [
     "## Why a second study",

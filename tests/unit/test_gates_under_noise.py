@@ -19,6 +19,8 @@ from tests.mnist_features import ccexam_features
 from zootriage.core.glue import MARKERS, GlueResult, analyze
 from zootriage.core.triage import MarkerRecord, evaluate_gate, parse_rule, verdict
 
+pytestmark = pytest.mark.slow  # scores real models under many seeds
+
 SEEDS = range(20)
 REPEATS = 3
 POINTS = 12

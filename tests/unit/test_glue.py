@@ -263,7 +263,7 @@ def test_cuda_request_without_cuda_is_an_error():
         analyze(x, y, n_t=10, device="cuda")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (runs on the GPU machine)")
+@pytest.mark.gpu
 def test_cuda_matches_cpu():
     x, y = relu_like(seed=2, n_classes=6, per_class=30, dim=128)
     gpu = analyze(x, y, n_t=500, device="cuda")

@@ -224,7 +224,7 @@ def _relu_data(n_per_class, dim, seed):
     return features, labels, logits
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (runs on the GPU machine)")
+@pytest.mark.gpu
 @pytest.mark.parametrize(("n_per_class", "dim"), [(60, 40), (6, 100)])  # tall and wide (n < N)
 def test_cuda_matches_cpu(n_per_class, dim):
     # GLUE's own CUDA-vs-CPU check is in test_glue.py; here every other marker, to 1e-9.

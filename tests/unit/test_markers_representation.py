@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -151,21 +150,6 @@ def test_chunking_does_not_change_pair_means(blobs, budget):
     assert mean_pairwise_angle(x, budget) == pytest.approx(np.arccos(1 - pdist(x, "cosine")).mean(), rel=1e-9)
 
 
-def test_pairwise_memory_is_bounded_by_the_block():
-    # n = 4000: a full n×n float64 matrix is 128 MB; with a 2 MB block the peak stays a few MB
-    # above the 0.5 MB input (numpy allocations are traced by tracemalloc).
-    x = np.random.default_rng(7).standard_normal((4000, 16))
-    tracemalloc.start()
-    try:
-        value = mean_pairwise_distance(x, max_block_bytes=2 * 2**20)
-        mean_pairwise_angle(x, max_block_bytes=2 * 2**20)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 12 * 2**20
-    assert value == pytest.approx(pdist(x[:, :]).mean(), rel=1e-9)
-
-
 def test_zero_rows_make_angles_undefined():
     x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     with pytest.raises(MarkerUndefined, match="1 row"):
@@ -205,9 +189,9 @@ def test_duplicate_rows_have_zero_distance_and_angle():
     )
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (runs on the GPU machine)")
+@pytest.mark.gpu
 def test_chunked_markers_on_cuda_match_the_cpu_and_stay_within_the_block():
-    # As test_pairwise_memory_is_bounded_by_the_block, for the device: with a 2 MB block the peak
+    # As test_pairwise_memory_on_the_cpu_is_bounded_by_the_block, for the device: with a 2 MB block the peak
     # stays a few MB above the 0.5 MB input, where a full n×n matrix would take 128 MB.
     x = np.random.default_rng(7).standard_normal((4000, 16))
     torch.cuda.synchronize()

@@ -33,6 +33,7 @@ from zootriage.core.zoo.weights import read_state_dict, sha256_file
 PUBLISHED = {"ccexam": 0.9905, "clntrained": 0.9890, "advtrained": 0.9864}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(PUBLISHED))
 def test_mnist_accuracy_matches_published(digit_programs: dict[str, Path], name: str) -> None:
     model = load_model(parse_model_ref(f"ckpt:{digit_programs[name]}"))

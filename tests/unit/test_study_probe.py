@@ -10,15 +10,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from zootriage.core.validate.datasets import load
-from zootriage.core.validate.probe import (
-    ProbeSplit,
-    choose_c,
-    probe_accuracy,
-    split_features,
-    stratified_split,
-)
-from zootriage.core.validate.train import TrainSpec, build, forward, train
+from zootriage.core.study.datasets import load
+from zootriage.core.study.probe import ProbeSplit, choose_c, probe_accuracy, split_features, stratified_split
+from zootriage.core.study.train import TrainSpec, build, forward, train
 
 
 def _blobs(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -59,6 +53,7 @@ def test_choose_c_uses_the_grid_and_bad_input_raises() -> None:
         probe_accuracy(ProbeSplit(x[:5], np.zeros(5), x[:5], np.zeros(5)), 1.0)
 
 
+@pytest.mark.slow
 def test_trained_model_transfers_better_than_its_random_init(tmp_path: Path) -> None:
     torch.set_num_threads(2)
     images, labels = load("mnist", "train", 200, seed=0)

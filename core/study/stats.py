@@ -4,7 +4,7 @@ Pure functions over :class:`Record` s (a model's architecture, its measured OOD 
 values), so the study, the ``backtest`` command and ``POST /v1/backtests`` share one implementation.
 
 - Pearson r = Σ(x−x̄)(y−ȳ) / sqrt(Σ(x−x̄)² Σ(y−ȳ)²); Spearman ρ = Pearson r of the ranks (ties get
-  their average rank), as in ``scipy.stats``.
+  their average rank): ``scipy.stats.pearsonr`` and ``scipy.stats.spearmanr``.
 - Bootstrap 95% intervals: resample the (x, y) pairs with replacement B times, recompute the
   coefficient, take the 2.5% and 97.5% percentiles (resamples where x or y is constant are dropped).
 - Pairwise test (the paper's v1/v2 verdict generalised to a zoo): over every pair of models of one
@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats
 from scipy.stats import rankdata
 
 MIN_MODELS = 3
-GEOMETRY_RULE = "geometry_rule"
 
 
 @dataclass(frozen=True)
@@ -99,36 +100,38 @@ def _as_vectors(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise Pearson r of (B, n) arrays; NaN where a row of either is constant.
-
-    Rows are first divided by their largest magnitude (r is scale-invariant), so no sum overflows.
-    """
+    """Row-wise Pearson r of (B, n) arrays (``scipy.stats.pearsonr`` along the last axis); NaN where
+    a row of either is constant. Rows are first divided by their largest magnitude (r is
+    scale-invariant), so that no sum of squares overflows."""
     tiny = np.finfo(np.float64).tiny
     a = a / np.maximum(np.abs(a).max(axis=-1, keepdims=True), tiny)
     b = b / np.maximum(np.abs(b).max(axis=-1, keepdims=True), tiny)
-    a = a - a.mean(axis=-1, keepdims=True)
-    b = b - b.mean(axis=-1, keepdims=True)
-    ssa, ssb = (a * a).sum(axis=-1), (b * b).sum(axis=-1)
-    spread = (ssa > 1e-24 * a.shape[-1]) & (ssb > 1e-24 * b.shape[-1])
-    r = (a * b).sum(axis=-1) / np.sqrt(np.where(spread, ssa * ssb, 1.0))
-    return np.where(spread, np.clip(r, -1.0, 1.0), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", (stats.ConstantInputWarning, stats.NearConstantInputWarning))
+        return np.asarray(stats.pearsonr(a, b, axis=-1).statistic, dtype=np.float64)
+
+
+def _defined(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
-    """Pearson r; ``None`` for fewer than two points or a constant input."""
+    """Pearson r (``scipy.stats.pearsonr``); ``None`` for fewer than two points or a constant input."""
     a, b = _as_vectors(x, y)
     if a.size < 2:
         return None
-    r = float(_pearson_rows(a[None], b[None])[0])
-    return None if math.isnan(r) else r
+    return _defined(float(_pearson_rows(a, b)))
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
-    """Spearman ρ (Pearson r of average ranks); ``None`` for fewer than two points or a constant input."""
+    """Spearman ρ (``scipy.stats.spearmanr``: Pearson r of average ranks); ``None`` for fewer than two
+    points or a constant input."""
     a, b = _as_vectors(x, y)
     if a.size < 2:
         return None
-    return pearson(rankdata(a), rankdata(b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        return _defined(float(stats.spearmanr(a, b).statistic))
 
 
 def _percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None:
@@ -143,7 +146,12 @@ def _percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None
 def correlate(
     x: ArrayLike, y: ArrayLike, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
 ) -> Correlation:
-    """Pearson and Spearman coefficients of ``x`` against ``y`` with percentile-bootstrap intervals."""
+    """Pearson and Spearman coefficients of ``x`` against ``y`` with percentile-bootstrap intervals.
+
+    The resampling is ours rather than ``scipy.stats.bootstrap``'s: with a handful of models a resample
+    of constant x or y is common, and scipy's percentile interval is NaN as soon as one resample's
+    coefficient is; here such resamples are dropped. Each resample's coefficient is scipy's.
+    """
     a, b = _as_vectors(x, y)
     if n_boot < 1 or not 0 < level < 1:
         raise ValueError(f"need n_boot >= 1 and 0 < level < 1, got {n_boot} and {level}")

@@ -28,11 +28,11 @@ import torch
 from zootriage.core.device import resolve_device
 from zootriage.core.glue import analyze
 from zootriage.core.markers import compute_markers, list_markers
-from zootriage.core.validate.config import StudyConfig
-from zootriage.core.validate.datasets import load
-from zootriage.core.validate.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
-from zootriage.core.validate.shifts import corrupt
-from zootriage.core.validate.train import Classifier, TrainSpec, build, forward, train
+from zootriage.core.study.config import StudyConfig
+from zootriage.core.study.datasets import load
+from zootriage.core.study.probe import ProbeSplit, choose_c, probe_accuracy, stratified_split
+from zootriage.core.study.shifts import corrupt
+from zootriage.core.study.train import Classifier, TrainSpec, build, forward, train
 
 OOD_SET = "animal-mnist"
 GEOMETRY = ("capacity", "dimension", "radius", "utilization")

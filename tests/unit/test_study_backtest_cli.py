@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from zootriage.app.cli import app
-from zootriage.core.validate.csv_records import read_records
+from zootriage.core.study.csv_records import read_records
 
 CSV = """id,architecture,created_at,ood_accuracy,dimension,utilization,id_accuracy
 r1,resnet,2026-01-01,0.70,3.0,0.30,0.90

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from zootriage.core.validate.stats import Record, backtest, pairwise_both_higher, pairwise_higher
-from zootriage.core.validate.study import variant_name
+from zootriage.core.study.run import variant_name
+from zootriage.core.study.stats import Record, backtest, pairwise_both_higher, pairwise_higher
 
 
 def records_for(models: list[dict[str, Any]], outcome: str, *, by_setting: bool = False) -> list[Record]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zootriage.core.validate.shifts import SHIFTS, corrupt
+from zootriage.core.study.shifts import SHIFTS, corrupt
 
 
 def _images() -> torch.Tensor:

@@ -12,7 +12,7 @@ import csv
 import math
 from pathlib import Path
 
-from zootriage.core.validate.stats import Record
+from zootriage.core.study.stats import Record
 
 MODEL_COLUMNS = ("model", "id")
 

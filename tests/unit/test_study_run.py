@@ -12,10 +12,10 @@ import torch
 from typer.testing import CliRunner
 
 from zootriage.app.cli import app
-from zootriage.core.validate.analysis import analyze_study
-from zootriage.core.validate.config import load_config, parse_config
-from zootriage.core.validate.report import write_report
-from zootriage.core.validate.study import run_study
+from zootriage.core.study.analysis import analyze_study
+from zootriage.core.study.config import load_config, parse_config
+from zootriage.core.study.report import write_report
+from zootriage.core.study.run import run_study
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
@@ -45,12 +45,20 @@ def test_shipped_configs_parse() -> None:
 @pytest.mark.parametrize(
     "edit,message",
     [
-        (lambda d: d["train"].update(archs=["resnet"]), "unknown 'resnet'"),
-        (lambda d: d["keep"].update(id_acc_band=[0.9, 0.8]), "id_acc_band"),
+        (lambda d: d["train"].update(archs=["resnet"]), "train.archs: .*unknown 'resnet'"),
+        (lambda d: d["keep"].update(id_acc_band=[0.9, 0.8]), "keep.id_acc_band: .*low <= high"),
+        (lambda d: d["keep"].update(id_acc_band=[0.9]), "keep.id_acc_band: .*at least 2"),
         (lambda d: d["markers"].update(variants=[["random", "none"]]), "must include the default"),
-        (lambda d: d["ood"].update(typo=1), "unknown key"),
-        (lambda d: d["train"].update(epochs="ten"), "expected int"),
-        (lambda d: d["stats"].update(n_boot=0), "n_boot: must be > 0"),
+        (lambda d: d["markers"].update(variants=[["random", "local"]]), "markers.variants.0.1: "),
+        (lambda d: d["ood"].update(typo=1), "ood.typo: unknown key"),
+        (lambda d: d.pop("stats"), "stats: missing"),
+        (lambda d: d["train"].update(epochs="ten"), "train.epochs: Input should be a valid integer"),
+        (lambda d: d["train"].update(epochs=True), "train.epochs: Input should be a valid integer"),
+        (lambda d: d["train"]["optimizers"].update(lion={"lrs": [1.0], "weight_decays": [0.0]}),
+         "train.optimizers: .*unknown optimizer"),
+        (lambda d: d["train"]["optimizers"]["sgd"].update(lrs=[]), "train.optimizers.sgd.lrs: "),
+        (lambda d: d["stats"].update(n_boot=0), "stats.n_boot: Input should be greater than 0"),
+        (lambda d: d["ood"].update(test_fraction=1.0), "ood.test_fraction: Input should be less than 1"),
     ],
 )
 def test_bad_configs_name_the_problem(edit: Any, message: str) -> None:
@@ -60,6 +68,7 @@ def test_bad_configs_name_the_problem(edit: Any, message: str) -> None:
         parse_config(data)
 
 
+@pytest.mark.slow
 def test_tiny_study_runs_resumes_and_reports(tmp_path: Path) -> None:
     torch.set_num_threads(2)
     config = parse_config(tiny())
@@ -108,4 +117,4 @@ def test_study_command_rejects_a_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("name = 'x'\nseed = 0\n")
     result = CliRunner().invoke(app, ["study", str(bad), "--out", str(tmp_path / "s")])
-    assert result.exit_code == 2 and "missing section [train]" in result.output
+    assert result.exit_code == 2 and "train: missing" in result.output

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from zootriage.core.validate.stats import (
+from zootriage.core.study.stats import (
     Record,
     backtest,
     correlate,

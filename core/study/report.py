@@ -8,11 +8,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 KEY_MARKERS = ("dimension", "utilization", "participation_ratio", "id_accuracy")
 
 # The paper's Table (Chou et al., ICLR 2026): per-setting Pearson r with OOD probe accuracy over 16
@@ -120,14 +115,18 @@ def _paper_table(entry: dict[str, Any], archs: list[str]) -> list[str]:
 
 def scatter(models: list[dict[str, Any]], outcome: str, names: list[str], path: Path) -> None:
     """One panel per marker: its value (x) against ``outcome`` (y), colour = architecture,
-    shape = optimiser."""
+    shape = optimiser. A bare ``Figure`` (matplotlib imported here), so no backend is ever selected."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
     kept = [m for m in models if m["kept"] and outcome in m["outcomes"]]
     archs = sorted({m["arch"] for m in kept})
     colours = {a: f"C{i}" for i, a in enumerate(archs)}
     shapes = {"sgd": "o", "adamw": "^"}
     cols = min(5, len(names))
     rows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.7 * rows), squeeze=False)
+    fig = Figure(figsize=(3.2 * cols, 2.7 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         for m in kept:
             value = m["markers"].get(name)
@@ -144,13 +143,12 @@ def scatter(models: list[dict[str, Any]], outcome: str, names: list[str], path: 
         ax.tick_params(labelsize=6)
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
-    handles = [plt.Line2D([], [], color=colours[a], marker="o", ls="", label=a) for a in archs]
-    handles += [plt.Line2D([], [], color="grey", marker=s, ls="", label=o) for o, s in shapes.items()]
+    handles = [Line2D([], [], color=colours[a], marker="o", ls="", label=a) for a in archs]
+    handles += [Line2D([], [], color="grey", marker=s, ls="", label=o) for o, s in shapes.items()]
     fig.legend(handles=handles, loc="upper right", fontsize=7)
     fig.suptitle(f"marker (x) vs {outcome} accuracy (y)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.94, 0.97))
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write_report(results: dict[str, Any], analysis: dict[str, Any], folder: Path, *, title: str) -> None:
