@@ -7,7 +7,6 @@ dataset (``open_dataset``, ``sample``, ...) imports numpy, torch and torchvision
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from zootriage.core.data.refs import (
@@ -20,6 +19,7 @@ from zootriage.core.data.refs import (
     parse_dataset_ref,
     validate_dataset_ref,
 )
+from zootriage.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from zootriage.core.data.archives import ArchiveLimits
@@ -37,13 +37,7 @@ _HEAVY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """The numpy/torch-backed names, imported when first asked for (PEP 562)."""
-    if name not in _HEAVY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HEAVY[name], __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HEAVY, globals())
 
 
 __all__ = [

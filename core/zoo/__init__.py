@@ -8,9 +8,9 @@ use of one of their names.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from zootriage.core.lazy import lazy_names
 from zootriage.core.zoo.preprocess import Preprocess
 from zootriage.core.zoo.refs import (
     CheckpointRef,
@@ -34,13 +34,7 @@ _HEAVY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """The torch-backed names, imported when first asked for (PEP 562)."""
-    if name not in _HEAVY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HEAVY[name], __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HEAVY, globals())
 
 
 __all__ = [
