@@ -83,6 +83,16 @@ class Settings(BaseSettings):
             return [part for part in value.split(":") if part]
         return value
 
+    @field_validator("storage_url")
+    @classmethod
+    def _known_store(cls, value: str | None) -> str | None:
+        """A storage URL of an unknown kind is refused here, when the service or worker starts."""
+        if value:
+            from zootriage.app.storage import check_storage_url  # app.storage imports these settings
+
+            check_storage_url(value)
+        return value
+
     @field_validator("api_key_hashes", mode="before")
     @classmethod
     def _split_hashes(cls, value: object) -> object:

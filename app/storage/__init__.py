@@ -8,35 +8,42 @@ standard ``AWS_ENDPOINT_URL``; credentials from the standard AWS variables).
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import ParseResult, parse_qs, urlparse
 
 from zootriage.app.settings import Settings
 from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.storage import LocalStore, Store
 
-__all__ = ["feature_cache", "open_store"]
+__all__ = ["check_storage_url", "feature_cache", "open_store"]
+
+
+def check_storage_url(url: str) -> ParseResult:
+    """The parsed URL of a store: ``file://PATH`` or ``s3://BUCKET[/PREFIX][?endpoint=…]``;
+    ``ValueError`` for any other (the settings check it at start-up, before any job)."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("file", "s3"):
+        raise ValueError(f"storage URL {url!r}: the scheme must be file:// or s3://")
+    if parsed.scheme == "s3" and not parsed.netloc:
+        raise ValueError(f"storage URL {url!r} names no bucket")
+    return parsed
 
 
 def open_store(url: str | None, default_root: Path) -> Store:
     """The store a storage URL names; ``ValueError`` for a URL of another kind."""
     if not url:
         return LocalStore(default_root)
-    parsed = urlparse(url)
+    parsed = check_storage_url(url)
     if parsed.scheme == "file":
         return LocalStore(Path(parsed.path))
-    if parsed.scheme == "s3":
-        if not parsed.netloc:
-            raise ValueError(f"storage URL {url!r} names no bucket")
-        from zootriage.app.storage.s3 import S3Store
+    from zootriage.app.storage.s3 import S3Store
 
-        query = parse_qs(parsed.query)
-        return S3Store(
-            parsed.netloc,
-            prefix=parsed.path,
-            endpoint_url=query.get("endpoint", [None])[0],
-            region=query.get("region", [None])[0],
-        )
-    raise ValueError(f"storage URL {url!r}: the scheme must be file:// or s3://")
+    query = parse_qs(parsed.query)
+    return S3Store(
+        parsed.netloc,
+        prefix=parsed.path,
+        endpoint_url=query.get("endpoint", [None])[0],
+        region=query.get("region", [None])[0],
+    )
 
 
 def feature_cache(settings: Settings) -> FeatureCache:

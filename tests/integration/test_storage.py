@@ -11,8 +11,10 @@ from pathlib import Path
 
 import boto3
 import pytest
+from pydantic import ValidationError
 
 from tests.integration.servers import S3Server
+from zootriage.app.settings import Settings
 from zootriage.app.storage import open_store
 from zootriage.app.storage.s3 import S3Store
 from zootriage.core.storage import Corrupt, LocalStore, NotFound, Store, content_key
@@ -150,6 +152,8 @@ def test_storage_urls(tmp_path: Path) -> None:
     for bad in ["ftp://host/x", "s3:///nobucket"]:
         with pytest.raises(ValueError):
             open_store(bad, tmp_path)
+        with pytest.raises(ValidationError, match="storage URL"):
+            Settings(storage_url=bad)  # refused at start-up, not when the first job needs the cache
 
 
 def test_open_local_gives_the_bytes_and_cleans_up(store: Store, tmp_path: Path) -> None:
@@ -167,7 +171,6 @@ def test_a_second_worker_host_reuses_features_through_the_object_store(
     s3_server: S3Server, aws_env: None, digit_programs: dict[str, Path], tmp_path: Path
 ) -> None:
     """Two workers with their own disks and one S3 store: the second scores from the first's features."""
-    from zootriage.app.settings import Settings
     from zootriage.app.storage import feature_cache
     from zootriage.core.data.refs import Sampling, parse_dataset_ref
     from zootriage.core.markers import Protocol
