@@ -24,10 +24,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from zootriage.core.defaults import EVIDENCE_PATH
 from zootriage.core.glue import MARKERS as GLUE_MARKERS
 from zootriage.core.markers import get_marker
 
-EVIDENCE_PATH = Path(__file__).with_name("evidence.json")
 VERSION = 2
 VERSIONS = (1, 2)  # 1: the first study's win rates; 2: adds Δ against ID accuracy with its interval
 # The outcome the product's claim is about: transfer to new classes (a linear probe on frozen features).

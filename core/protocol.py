@@ -8,14 +8,16 @@ protocols.
 
 Upper bounds keep one protocol from describing unbounded work (a service refuses it before it
 queues anything); the lower bounds are GLUE's own: at least 2 points per class, 1 draw, 1 repeat.
-A leaf module (pydantic only): the database models import it without pulling in torch.
+A leaf module (pydantic and ``core.defaults``): the database models import it without pulling in torch.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from zootriage.core.defaults import default_centering
 
 Centering = Literal["none", "global"]
 Dichotomy = Literal["one_vs_rest", "first_vs_rest", "random"]
@@ -44,8 +46,9 @@ class Protocol(BaseModel):
       ``None`` keeps every point.
     - ``n_t``: number of Gaussian samples t_k in GLUE's Monte-Carlo average.
     - ``seed``: seeds the per-class subsampling and the t_k draws.
-    - ``centering``: ``"none"`` (raw features, the paper's default) or ``"global"`` (subtract the
-      mean of all rows) before GLUE.
+    - ``centering``: ``"none"`` (raw features, the paper's choice) or ``"global"`` (subtract the
+      mean of all rows) before GLUE. Its default is the pre-registered study's choice
+      (``core.defaults``; ``"none"`` until a study decides otherwise).
     - ``dichotomy``: GLUE's label draws, ``"one_vs_rest"`` (default), ``"first_vs_rest"`` (two
       classes) or ``"random"`` (i.i.d. signs; not a default, see docs/method.md).
     - ``repeats``: independent GLUE repeats, on disjoint per-class subsets when the sample has
@@ -59,7 +62,7 @@ class Protocol(BaseModel):
     points_per_class: Points | None = 50
     n_t: NT = 1000
     seed: Seed = 0
-    centering: Centering = "none"
+    centering: Centering = Field(default_factory=lambda: cast(Centering, default_centering()))
     dichotomy: Dichotomy = "one_vs_rest"
     repeats: Repeats = DEFAULT_REPEATS
 

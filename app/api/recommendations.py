@@ -54,7 +54,10 @@ def scoring_query(query: Annotated[ScoringQuery, Query()]) -> triage_service.Sco
 
 
 ScoringDep = Annotated[triage_service.ScoringPlan, Depends(scoring_query)]
-RuleName = Annotated[str, Query(max_length=64, description="geometry, id_accuracy, logme or a marker name")]
+RuleName = Annotated[
+    str | None,
+    Query(max_length=64, description="geometry, id_accuracy, logme or a marker name; absent: the default"),
+]
 
 
 @router.get("", response_model=RecommendationPage, responses=responses(403, 404, 422))
@@ -66,11 +69,11 @@ def list_recommendations(
     cursor: Annotated[
         str | None, Query(max_length=64, description="the last architecture of the previous page")
     ] = None,
-    rule: RuleName = "geometry",
+    rule: RuleName = None,
 ) -> RecommendationPage:
     """Every torchvision architecture with v1/v2 weights, with the verdict ``rule`` gives on the runs
     stored so far (or null), and the rule with its back-test evidence."""
-    chosen = triage_service.triage_rule(rule)
+    chosen = triage_service.triage_rule(rule, verdict=True)
     architectures = sorted(recommendation_service.weight_pairs())
     if cursor is not None:
         if cursor not in architectures:
@@ -100,12 +103,12 @@ def get_recommendation(
     settings: SettingsDep,
     scoring: ScoringDep,
     _: WriteAccess,
-    rule: RuleName = "geometry",
+    rule: RuleName = None,
 ) -> JSONResponse:
     """v1, v2 or undecided for ``arch`` by ``rule`` beyond the noise, each weights' markers and ImageNet
     acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule; 202 with the jobs
     while either run is being computed."""
-    chosen = triage_service.triage_rule(rule)
+    chosen = triage_service.triage_rule(rule, verdict=True)
     answer = recommendation_service.recommend(session, settings, arch, scoring, chosen)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

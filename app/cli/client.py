@@ -64,7 +64,12 @@ Repeats = Annotated[
     ),
 ]
 TriageRule = Annotated[
-    str, typer.Option("--rule", help="what 'better' means: geometry, id_accuracy, logme or a marker name")
+    str | None,
+    typer.Option(
+        "--rule",
+        help="what 'better' means: geometry, id_accuracy, logme or a marker name "
+        "(default: the server's, chosen by its pre-registered back-test)",
+    ),
 ]
 Timeout = Annotated[float, typer.Option(help="seconds to wait for the answer")]
 AsJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
@@ -349,16 +354,16 @@ def recommend(
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
     repeats: Repeats = None,
-    rule: TriageRule = "geometry",
+    rule: TriageRule = None,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
-    """v1, v2 or undecided for ARCH by the rule (default: the paper's geometry rule) beyond the noise,
-    beside the ImageNet-accuracy pick and the back-test evidence for the rule."""
+    """v1, v2 or undecided for ARCH by the rule (default: the server's, chosen by its back-test) beyond
+    the noise, beside the ImageNet-accuracy pick and the back-test evidence for the rule."""
     with _errors_exit():
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
-        query = {**scoring.query(), "rule": rule}
+        query = {**scoring.query(), **({"rule": rule} if rule else {})}
         answer = answered(
             client, lambda: client.call("GET", f"/v1/recommendations/{arch}", params=query), timeout
         )
@@ -382,7 +387,14 @@ def recommend(
             f"ImageNet accuracy picks {answer['id_accuracy_pick']}; "
             f"picks agree: {_fmt(answer['picks_agree'])}"
         )
-        out.print(f"evidence: {escape(answer['rule']['evidence'])}")
+        _print_rule(answer["rule"])
+
+
+def _print_rule(rule: dict[str, Any]) -> None:
+    """The rule's evidence, and why it is the default when the request named none."""
+    out.print(f"evidence: {escape(rule['evidence'])}")
+    if rule.get("default_reason"):
+        out.print(f"rule {escape(rule['name'])} is the server's default: {escape(rule['default_reason'])}")
 
 
 def rank(
@@ -397,16 +409,17 @@ def rank(
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
     repeats: Repeats = None,
-    rule: TriageRule = "geometry",
+    rule: TriageRule = None,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
-    """Rank candidate weights by the rule (default: geometry) beyond the noise, beside the ID-accuracy
+    """Rank candidate weights by the rule (default: the server's) beyond the noise, beside the ID-accuracy
     and LogME orders and the back-test evidence for the rule."""
     with _errors_exit():
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
-        body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body(), "rule": rule}
+        named = {"rule": rule} if rule else {}
+        body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body(), **named}
         answer = answered(client, lambda: client.call("POST", "/v1/rankings", json=body), timeout)
         if as_json:
             _print_json(answer)
@@ -439,7 +452,7 @@ def rank(
             f"({escape(answer['reason'])}); ID accuracy picks "
             f"{escape(_fmt(answer['id_accuracy_pick']))}; LogME picks {escape(_fmt(answer['logme_pick']))}"
         )
-        out.print(f"evidence: {escape(answer['rule']['evidence'])}")
+        _print_rule(answer["rule"])
 
 
 def gate(

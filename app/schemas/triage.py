@@ -24,10 +24,11 @@ MAX_CANDIDATES = 32
 MAX_RULES = 50
 
 RULE_FIELD: Any = Field(
-    "geometry",
+    None,
     max_length=64,
     description="what 'better' means: geometry (higher dimension and utilization), id_accuracy, logme "
-    "or any marker with a preferred direction",
+    "or any marker with a preferred direction; null or absent: the product's default, chosen by the "
+    "pre-registered back-test (see the answer's rule.default_reason)",
 )
 
 
@@ -55,6 +56,10 @@ class RuleUsed(BaseModel):
     description: str
     evidence: str = Field(description="one line: the rule's back-test win rate beside ID accuracy's")
     evidence_detail: dict[str, Any] | None = Field(description="null when the study did not test the rule")
+    chosen_by: Literal["request", "default"] = Field(
+        description="named by the request, or the product's default (the pre-registered study's choice)"
+    )
+    default_reason: str | None = Field(description="why the product's default is this rule (null if named)")
 
 
 class ScoredModel(BaseModel):
@@ -146,7 +151,7 @@ class RankingRequest(BaseModel):
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
     protocol: Protocol = Field(default_factory=Protocol)
-    rule: str = RULE_FIELD
+    rule: str | None = RULE_FIELD
 
 
 class RankedOut(ScoredModel):

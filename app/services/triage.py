@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
@@ -32,6 +32,7 @@ from zootriage.app.services import jobs as job_service
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.settings import Settings
 from zootriage.core.data.refs import AnyDatasetRef, Sampling
+from zootriage.core.defaults import product_default
 from zootriage.core.evidence import evidence_for, rule_key, statement
 from zootriage.core.noise import TEST
 from zootriage.core.protocol import Protocol
@@ -117,8 +118,13 @@ def record_of(label: str, run: Run, markers: list[Marker]) -> MarkerRecord:
     )
 
 
-def triage_rule(name: str) -> Rule:
-    """The rule a user named; 422 ``unknown_rule`` for a name that is no rule."""
+def triage_rule(name: str | None, *, verdict: bool = False) -> Rule:
+    """The rule a user named; 422 ``unknown_rule`` for a name that is no rule. ``None``: the product's
+    default (``core.defaults``: the pre-registered study's choice), for a v1-vs-v2 verdict when
+    ``verdict``, else for rankings."""
+    if name is None:
+        chosen = product_default()
+        return replace(make_rule(chosen.v1_v2_rule if verdict else chosen.rule), default_reason=chosen.reason)
     try:
         return make_rule(name)
     except UnknownRule as exc:
@@ -126,7 +132,8 @@ def triage_rule(name: str) -> Rule:
 
 
 def rule_used(rule: Rule, protocol: Protocol) -> RuleUsed:
-    """What an answer applied, with the back-test evidence for it under this GLUE variant."""
+    """What an answer applied, with the back-test evidence for it under this GLUE variant; for the
+    product's default rule (the request named none), why it is the default."""
     dichotomy, centering = protocol.dichotomy, protocol.centering
     key = rule_key(rule.name, dichotomy, centering)
     found = evidence_for(key)
@@ -138,6 +145,8 @@ def rule_used(rule: Rule, protocol: Protocol) -> RuleUsed:
         description=rule.describe(),
         evidence=statement(key),
         evidence_detail=found.to_dict() if found else None,
+        chosen_by="request" if rule.default_reason is None else "default",
+        default_reason=rule.default_reason,
     )
 
 

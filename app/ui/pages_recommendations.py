@@ -60,7 +60,7 @@ def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
         scoring = _scoring(asked)
     except ServiceError as exc:
         return render(request, "recommendations.html", {**context, "error": exc}, status=exc.status)
-    rule = triage_service.triage_rule("geometry")
+    rule = triage_service.triage_rule(None, verdict=True)
     items = recommendation_service.recommendations_so_far(session, scoring, architectures, rule)
     used = triage_service.rule_used(rule, scoring.protocol)
     return render(request, "recommendations.html", {**context, "items": items, "rule": used})
@@ -71,7 +71,7 @@ def recommendation_page(
     request: Request, session: SessionDep, arch: Annotated[str, Path(pattern=ARCH)]
 ) -> HTMLResponse:
     asked = _asked(request)
-    rule_name = request.query_params.get("rule", "geometry").strip() or "geometry"
+    rule_name = request.query_params.get("rule", "").strip() or None
     context: dict[str, Any] = {
         "arch": arch, "asked": asked, "rule_name": rule_name, "error": None, "shown": None
     }
@@ -86,10 +86,10 @@ def recommendation_page(
     if "dataset" not in asked:
         return render(request, "recommendation.html", context)
     try:
-        if len(rule_name) > 64:
+        if rule_name is not None and len(rule_name) > 64:
             raise ServiceError(422, "invalid_request", "rule: at most 64 characters")
         scoring = _scoring(asked)
-        rule = triage_service.triage_rule(rule_name)
+        rule = triage_service.triage_rule(rule_name, verdict=True)
     except ServiceError as exc:
         return render(request, "recommendation.html", {**context, "error": exc}, status=exc.status)
     shown = recommendation_service.stored_recommendation(session, scoring, arch, rule)

@@ -60,6 +60,8 @@ class Rule:
     name: str
     markers: tuple[str, ...]
     higher_is_better: tuple[bool, ...]
+    # Set when no one named the rule: why it is the product's default (``core.defaults``).
+    default_reason: str | None = None
 
     def describe(self) -> str:
         wanted = " and ".join(
@@ -83,5 +85,3 @@ def make_rule(name: str) -> Rule:
 
 
 GEOMETRY_RULE = make_rule("geometry")
-
-

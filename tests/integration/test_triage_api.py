@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from tests.integration.stored_runs import DIGITS, QUERY, SAMPLING, count_jobs, stored_run
 from zootriage.app.db.session import session_scope
 from zootriage.app.settings import Settings
+from zootriage.core.defaults import product_default
 from zootriage.core.markers import Protocol
 
 
@@ -110,7 +111,7 @@ def test_recommendation_list_shows_verdicts_of_stored_runs(api: TestClient, data
     for weights, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3)):
         model = {"source": "torchvision", "arch": "mobilenet_v2", "weights": weights}
         stored_run(database_url, weights, {"dimension": d, "utilization": u}, model=model)
-    everything = api.get(f"/v1/recommendations?{QUERY}&limit=100").json()
+    everything = api.get(f"/v1/recommendations?{QUERY}&limit=100&rule=geometry").json()
     by_arch = {item["architecture"]: item for item in everything["items"]}
     assert len(by_arch) == 24 and everything["next_cursor"] is None
     assert by_arch["mobilenet_v2"]["verdict"] == "v2"
@@ -118,10 +119,13 @@ def test_recommendation_list_shows_verdicts_of_stored_runs(api: TestClient, data
         by_arch["mobilenet_v2"]["id_accuracy_pick"] == "v2" and by_arch["mobilenet_v2"]["picks_agree"] is True
     )
     assert by_arch["resnet50"]["verdict"] is None and by_arch["resnet50"]["v1_acc1"] == 76.13
-    rule = everything["rule"]
-    assert rule["name"] == "geometry" and "does NOT show this rule beating ID accuracy" in rule["evidence"]
+    assert everything["rule"]["name"] == "geometry" and everything["rule"]["chosen_by"] == "request"
+    rule, chosen = api.get(f"/v1/recommendations?{QUERY}&limit=100").json()["rule"], product_default()
+    assert rule["name"] == chosen.v1_v2_rule and rule["chosen_by"] == "default"
+    assert rule["default_reason"] == chosen.reason
     by_logme = api.get(f"/v1/recommendations?{QUERY}&limit=100&rule=logme").json()
-    assert by_logme["rule"]["name"] == "logme"
+    assert by_logme["rule"]["name"] == "logme" and by_logme["rule"]["chosen_by"] == "request"
+    assert by_logme["rule"]["default_reason"] is None
     assert {i["architecture"]: i["verdict"] for i in by_logme["items"]}["mobilenet_v2"] == "undecided"
     assert api.get(f"/v1/recommendations?{QUERY}&rule=nope").json()["code"] == "unknown_rule"
     other_protocol = api.get(f"/v1/recommendations?{QUERY.replace('n_t=20', 'n_t=30')}&limit=100").json()
