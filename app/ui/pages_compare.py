@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from zootriage.app.api.deps import SessionDep
-from zootriage.app.api.runs import MARKER_NAME
+from zootriage.app.api.run_query import MARKER_NAME
 from zootriage.app.services.compare import compare_runs
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.ui.plots import marker_scatter
