@@ -289,9 +289,10 @@ def main() -> None:
         if not args.skip_job:
             job_benchmark(base_url, service.env, work, args.job_repeats, uploaded)
     shown = "\n  ".join(problems[:20])
-    print(f"\nanswers other than 2xx or 503 + Retry-After, and client timeouts: {len(problems)}" + (
-        f"\n  {shown}" if problems else "  (goal: 0)"
-    ))
+    print(
+        f"\nanswers other than 2xx or 503 + Retry-After, and client timeouts: {len(problems)}"
+        + (f"\n  {shown}" if problems else "  (goal: 0)")
+    )
     if problems:
         raise SystemExit(f"the API's log: {work / 'api.log'}")
     shutil.rmtree(work, ignore_errors=True)

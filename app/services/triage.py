@@ -153,8 +153,12 @@ def rule_used(rule: Rule, protocol: Protocol) -> RuleUsed:
 
 def job_request(want: Wanted, scoring: ScoringPlan) -> JobRequest:
     return JobRequest(
-        model=want.model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol,
-        name=want.name, tags=dict(want.tags),
+        model=want.model,
+        dataset=scoring.dataset,
+        sampling=scoring.sampling,
+        protocol=scoring.protocol,
+        name=want.name,
+        tags=dict(want.tags),
     )
 
 

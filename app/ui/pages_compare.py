@@ -60,7 +60,13 @@ def compare_page(
         (x, y, "id_accuracy"),
     )
     context = {
-        "runs": ordered, "rows": compared.rows, "names": names, "x": x, "y": y, "runs_text": runs,
-        "figure": figure, "points": points,
+        "runs": ordered,
+        "rows": compared.rows,
+        "names": names,
+        "x": x,
+        "y": y,
+        "runs_text": runs,
+        "figure": figure,
+        "points": points,
     }
     return render(request, "compare.html", context)
