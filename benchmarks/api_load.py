@@ -20,97 +20,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import json
-import os
-import random
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
-from sqlalchemy.engine import make_url
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.integration.databases import private_redis, scratch_database  # noqa: E402
-from zootriage.app.migrate import upgrade_to_head  # noqa: E402
-from zootriage.core.markers import list_markers  # noqa: E402
+from benchmarks._stack import client_pool, percentile, running_service, start_process
 
 EXPECTED = {200, 201, 202, 503}
-
-
-def load_runs(url: str, count: int) -> None:
-    """COPY ``count`` runs with every registered marker (random values) into the database."""
-    names = [spec.name for spec in list_markers()]
-    rng = random.Random(0)
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    run_cols = (
-        "id, run_key, model_ref, architecture, weights_sha256, dataset_ref, dataset_fingerprint, sampling, "
-        "protocol, model_meta, code_version, device, n_images, timings, created_at"
-    )
-    archs = ["resnet18", "resnet50", "vgg11", "mobilenet_v3_large", "efficientnet_b1"]
-    with psycopg.connect(conninfo) as conn, conn.cursor() as cur:
-        ids = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(count)]
-        with cur.copy(f"COPY runs ({run_cols}) FROM STDIN") as copy:
-            for i, run_id in enumerate(ids):
-                arch = archs[i % len(archs)]
-                copy.write_row(
-                    (
-                        run_id,
-                        hashlib.sha256(run_id.bytes).hexdigest(),
-                        json.dumps({"source": "torchvision", "arch": arch, "weights": "DEFAULT"}),
-                        arch,
-                        hashlib.sha256(f"w{i % 500}".encode()).hexdigest(),
-                        json.dumps({"source": "builtin", "name": "mnist"}),
-                        hashlib.sha256(f"d{i % 7}".encode()).hexdigest(),
-                        json.dumps({"per_class": 50}),
-                        json.dumps({"n_t": 1000}),
-                        json.dumps({}),
-                        "bench",
-                        "cpu",
-                        500,
-                        json.dumps({}),
-                        start + timedelta(seconds=i),
-                    )
-                )
-        with cur.copy(
-            "COPY markers (run_id, name, value, std, applicable, reason, version) FROM STDIN"
-        ) as copy:
-            for run_id in ids:
-                for name in names:
-                    copy.write_row((run_id, name, rng.random(), None, True, None, "1"))
-        conn.commit()
-        cur.execute("ANALYZE")
-
-
-def start_process(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(command, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
-
-
-def wait_healthy(base_url: str, process: subprocess.Popen[bytes]) -> None:
-    for _ in range(600):
-        try:
-            if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None:
-            raise SystemExit("the API exited; see its log")
-        time.sleep(0.2)
-    raise SystemExit("the API did not start")
 
 
 @dataclass
@@ -144,13 +70,6 @@ class Tally:
         if response.status_code < 300:
             self.latencies.append(seconds)
         return 0.0
-
-
-def client_pool(base_url: str, clients: int) -> httpx.AsyncClient:
-    """A connection per client; one idle for 2 s is dropped by the client, before uvicorn closes it
-    at 5 s (keep-alive): reusing one just as the server closes it is a transport error, not an answer."""
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=2.0)
-    return httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60)
 
 
 async def hammer(base_url: str, path: str, clients: int, seconds: float) -> Tally:
@@ -194,13 +113,6 @@ async def burst(base_url: str, clients: int, body: dict[str, Any]) -> Tally:
         go.set()
         await asyncio.gather(*tasks)
     return tally
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def show_statuses(statuses: Counter[str]) -> str:
@@ -357,53 +269,30 @@ def main() -> None:
     parser.add_argument("--skip-job", action="store_true", help="only the load benchmarks")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="zt-bench-"))
-    with scratch_database() as url, private_redis() as redis_server:
-        env = {
-            **os.environ,
-            "HF_HUB_OFFLINE": "1",
-            "ZOOTRIAGE_DATABASE_URL": url,
-            "ZOOTRIAGE_BROKER_URL": f"{redis_server}/10",
-            "ZOOTRIAGE_STATE_DIR": str(work),
-        }
-        upgrade_to_head(url)
-        start = time.perf_counter()
-        load_runs(url, args.runs)
-        took = time.perf_counter() - start
-        print(f"stored {args.runs} runs x {len(list_markers())} markers in {took:.0f} s")
-        port = 8765
-        factory = "zootriage.app.main:create_app"
-        command = [sys.executable, "-m", "uvicorn", factory, "--factory", "--port", str(port)]
-        api = start_process(
-            [*command, "--workers", str(args.api_workers), "--log-level", "warning"], env, work / "api.log"
-        )
-        problems: list[str] = []
-        try:
-            base_url = f"http://127.0.0.1:{port}"
-            wait_healthy(base_url, api)
-            ratios = {}
-            for clients in args.clients:
-                ratios[clients], seen = load_benchmark(base_url, clients, args.seconds)
-                problems += seen
-            uploaded = upload_program(base_url, work)
-            print()
-            for clients in args.clients:
-                tally = burst_benchmark(base_url, clients, burst_body(uploaded["model"]))
-                problems += tally.problems
-                cancel(base_url, tally.job_ids)
-            print()
-            for clients, ratio in ratios.items():
-                verdict = "ok" if ratio <= 10 else "MISSED" if clients <= 200 else "(goal is at 200)"
-                print(f"p99 runs/healthz at {clients} clients: {ratio:.2f}x (goal <= 10x) {verdict}")
-            if not args.skip_job:
-                job_benchmark(base_url, env, work, args.job_repeats, uploaded)
-        finally:
-            api.terminate()
-            api.wait(timeout=30)
+    problems: list[str] = []
+    with running_service(args.runs, port=8765, api_workers=args.api_workers) as service:
+        base_url, work = service.base_url, service.work
+        ratios = {}
+        for clients in args.clients:
+            ratios[clients], seen = load_benchmark(base_url, clients, args.seconds)
+            problems += seen
+        uploaded = upload_program(base_url, work)
+        print()
+        for clients in args.clients:
+            tally = burst_benchmark(base_url, clients, burst_body(uploaded["model"]))
+            problems += tally.problems
+            cancel(base_url, tally.job_ids)
+        print()
+        for clients, ratio in ratios.items():
+            verdict = "ok" if ratio <= 10 else "MISSED" if clients <= 200 else "(goal is at 200)"
+            print(f"p99 runs/healthz at {clients} clients: {ratio:.2f}x (goal <= 10x) {verdict}")
+        if not args.skip_job:
+            job_benchmark(base_url, service.env, work, args.job_repeats, uploaded)
     shown = "\n  ".join(problems[:20])
-    print(f"\nanswers other than 2xx or 503 + Retry-After, and client timeouts: {len(problems)}" + (
-        f"\n  {shown}" if problems else "  (goal: 0)"
-    ))
+    print(
+        f"\nanswers other than 2xx or 503 + Retry-After, and client timeouts: {len(problems)}"
+        + (f"\n  {shown}" if problems else "  (goal: 0)")
+    )
     if problems:
         raise SystemExit(f"the API's log: {work / 'api.log'}")
     shutil.rmtree(work, ignore_errors=True)

@@ -1,7 +1,7 @@
 """The run-history page under load and the weight of the pages' own assets, measured in one run.
 
 1. ``GET /runs`` (newest first, sorted by a marker, filtered by a marker range) with N stored runs
-   (every registered marker each; ``api_load.load_runs``) against ``GET /healthz``, at the same client
+   (every registered marker each; ``_stack.load_runs``) against ``GET /healthz``, at the same client
    count in the same run. Time to first byte (response headers) of each 200. Goal: p99 of each /runs
    variant <= 10 x p99 of /healthz; only 200, or 503 (at capacity, with Retry-After).
 2. Bytes of the JS and CSS each page loads (as served, uncompressed): goal under 1 MB for every page
@@ -15,24 +15,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from api_load import client_pool, load_runs, percentile, start_process, wait_healthy
-
-from tests.integration.databases import private_redis, scratch_database
-from zootriage.app.migrate import upgrade_to_head
-from zootriage.core.markers import list_markers
+from benchmarks._stack import client_pool, percentile, running_service
 
 PAGES = {
     "healthz": "/healthz",
@@ -86,54 +80,33 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="load per page")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="zt-ui-bench-"))
-    with scratch_database() as url, private_redis() as redis_server:
-        env = {
-            **os.environ,
-            "ZOOTRIAGE_DATABASE_URL": url,
-            "ZOOTRIAGE_BROKER_URL": f"{redis_server}/10",
-            "ZOOTRIAGE_STATE_DIR": str(work),
-        }
-        upgrade_to_head(url)
-        start = time.perf_counter()
-        load_runs(url, args.runs)
-        took = time.perf_counter() - start
-        print(f"stored {args.runs} runs x {len(list_markers())} markers in {took:.0f} s")
-        port = 8766
-        factory = "zootriage.app.main:create_app"
-        command = [sys.executable, "-m", "uvicorn", factory, "--factory", "--port", str(port)]
-        api = start_process([*command, "--log-level", "warning"], env, work / "api.log")
-        failed = False
-        try:
-            base_url = f"http://127.0.0.1:{port}"
-            wait_healthy(base_url, api)
-            p99 = {}
-            for path in PAGES.values():  # warm up: templates compiled, connections pooled
-                httpx.get(base_url + path, timeout=60)
-            for label, path in PAGES.items():
-                times, statuses = asyncio.run(first_bytes(base_url, path, args.clients, args.seconds))
-                p99[label] = percentile(times, 0.99)
-                failed |= bool(set(statuses) - {200, 503})
-                shown = " ".join(f"{status}:{n}" for status, n in sorted(statuses.items()))
-                print(f"{label:30s} p50 {percentile(times, 0.5) * 1000:7.1f} ms  "
-                      f"p99 {p99[label] * 1000:7.1f} ms  statuses {shown}")
-            for label in PAGES:
-                if label != "healthz":
-                    ratio = p99[label] / p99["healthz"]
-                    failed |= ratio > 10
-                    print(f"p99 TTFB {label} / healthz at {args.clients} clients: {ratio:.2f}x (goal <= 10x)")
-            print()
-            some = re.findall(r'href="/runs/([0-9a-f-]{36})"', httpx.get(f"{base_url}/runs", timeout=60).text)
-            for page in ("/", "/runs", "/login", f"/runs/{some[0]}", f"/compare?runs={','.join(some[:3])}"):
-                size, html, assets = asset_bytes(base_url, page)
-                failed |= size > 1e6
-                print(
-                    f"JS+CSS of {page.split('?')[0][:14]:14s} {size / 1e6:5.2f} MB (goal < 1 MB), "
-                    f"HTML {html / 1e3:6.1f} kB  ({', '.join(assets)})"
-                )
-        finally:
-            api.terminate()
-            api.wait(timeout=30)
+    failed = False
+    with running_service(args.runs, port=8766) as service:
+        base_url, work = service.base_url, service.work
+        p99 = {}
+        for path in PAGES.values():  # warm up: templates compiled, connections pooled
+            httpx.get(base_url + path, timeout=60)
+        for label, path in PAGES.items():
+            times, statuses = asyncio.run(first_bytes(base_url, path, args.clients, args.seconds))
+            p99[label] = percentile(times, 0.99)
+            failed |= bool(set(statuses) - {200, 503})
+            shown = " ".join(f"{status}:{n}" for status, n in sorted(statuses.items()))
+            print(f"{label:30s} p50 {percentile(times, 0.5) * 1000:7.1f} ms  "
+                  f"p99 {p99[label] * 1000:7.1f} ms  statuses {shown}")  # fmt: skip
+        for label in PAGES:
+            if label != "healthz":
+                ratio = p99[label] / p99["healthz"]
+                failed |= ratio > 10
+                print(f"p99 TTFB {label} / healthz at {args.clients} clients: {ratio:.2f}x (goal <= 10x)")
+        print()
+        some = re.findall(r'href="/runs/([0-9a-f-]{36})"', httpx.get(f"{base_url}/runs", timeout=60).text)
+        for page in ("/", "/runs", "/login", f"/runs/{some[0]}", f"/compare?runs={','.join(some[:3])}"):
+            size, html, assets = asset_bytes(base_url, page)
+            failed |= size > 1e6
+            print(
+                f"JS+CSS of {page.split('?')[0][:14]:14s} {size / 1e6:5.2f} MB (goal < 1 MB), "
+                f"HTML {html / 1e3:6.1f} kB  ({', '.join(assets)})"
+            )
     if failed:
         raise SystemExit(f"a goal was missed or a page failed; the API's log: {work / 'api.log'}")
     shutil.rmtree(work, ignore_errors=True)

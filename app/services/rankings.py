@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from zootriage.app.labels import reference_of, warnings_of
+from zootriage.app.labels import reference_of
+from zootriage.app.schemas.attributes import Attributes
 from zootriage.app.schemas.triage import (
     Pending,
     RankedOut,
@@ -46,32 +47,9 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
     labels = display_labels(session, {key: want.name for key, want in models.items()}, gathered.runs)
     keys = {text: key for key, text in labels.items()}
     result = rank([gathered.record(key, labels[key]) for key in models], rule)
-    entries = [
-        RankedOut(
-            label=e.name,
-            model=models[keys[e.name]].model.model_dump(mode="json"),
-            run_id=gathered.runs[keys[e.name]].id,
-            markers=gathered.stats(keys[e.name]),
-            warnings=warnings_of(gathered.runs[keys[e.name]].model_meta),
-            rank=e.rank,
-            front=e.front,
-            unrankable=e.unrankable,
-            id_accuracy_rank=e.id_accuracy_rank,
-            logme_rank=e.logme_rank,
-            disagrees_with_id_accuracy=e.disagrees_with_id_accuracy,
-            disagrees_with_logme=e.disagrees_with_logme,
-            missing=list(e.missing),
-        )
-        for e in result.entries
-    ]
-    return RankingOut(
-        entries=entries,
-        pick=result.pick,
-        reason=result.reason,
-        rule=rule_used(rule, scoring.protocol),
-        id_accuracy_pick=result.id_accuracy_pick,
-        logme_pick=result.logme_pick,
-        picks_agree=result.picks_agree,
-        id_accuracy_discordant=list(result.id_accuracy_discordant),
-        logme_discordant=list(result.logme_discordant),
-    )
+    entries = []
+    for e in result.entries:
+        scored = gathered.scored(keys[e.name], e.name, models[keys[e.name]].model)
+        entries.append(RankedOut.model_validate(Attributes(e, **scored), from_attributes=True))
+    used = rule_used(rule, scoring.protocol)
+    return RankingOut.model_validate(Attributes(result, entries=entries, rule=used), from_attributes=True)

@@ -12,7 +12,6 @@ from zootriage.app.db.models import Run
 from zootriage.app.db.run_key import request_key
 from zootriage.app.db.run_queries import markers_of
 from zootriage.app.db.triage_queries import newest_runs_by_request
-from zootriage.app.labels import warnings_of
 from zootriage.app.schemas.triage import (
     Comparison,
     Pending,
@@ -34,7 +33,6 @@ from zootriage.app.services.triage import (
 from zootriage.app.settings import Settings
 from zootriage.core.triage import (
     Rule,
-    Verdict,
     accuracy_pick,
     verdict,
 )
@@ -65,23 +63,6 @@ def pair_of(arch: str) -> WeightsPair:
     )
 
 
-def _comparisons(result: Verdict) -> list[Comparison]:
-    return [
-        Comparison(
-            marker=c.marker,
-            v1=c.v1,
-            v2=c.v2,
-            v1_std=c.v1_std,
-            v2_std=c.v2_std,
-            difference=c.difference,
-            noise=c.noise,
-            p_value=c.p_value,
-            favours=c.favours,
-        )
-        for c in result.comparisons
-    ]
-
-
 def _picks_agree(decision: str, by_accuracy: str) -> bool | None:
     return None if "undecided" in (decision, by_accuracy) else decision == by_accuracy
 
@@ -99,22 +80,15 @@ def _recommendation(
     by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
 
     def weights_out(weights: str, acc1: float | None) -> WeightsOut:
-        return WeightsOut(
-            label=weights,
-            model=refs[weights].model_dump(mode="json"),
-            run_id=gathered.runs[weights].id,
-            markers=gathered.stats(weights),
-            warnings=warnings_of(gathered.runs[weights].model_meta),
-            weights=weights,
-            imagenet_acc1=acc1,
-        )
+        scored = gathered.scored(weights, weights, refs[weights])
+        return WeightsOut(**scored, weights=weights, imagenet_acc1=acc1)
 
     return Recommendation(
         architecture=arch,
         verdict=result.decision,
         reason=result.reason,
         rule=rule_used(rule, scoring.protocol),
-        comparisons=_comparisons(result),
+        comparisons=[Comparison.model_validate(c, from_attributes=True) for c in result.comparisons],
         v1=weights_out(V1, pair.v1_acc1),
         v2=weights_out(V2, pair.v2_acc1),
         id_accuracy_pick=by_accuracy,

@@ -15,12 +15,13 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from zootriage.app.db.models import Job, Marker, Run
 from zootriage.app.db.run_queries import markers_of, upload_filenames
-from zootriage.app.labels import run_label, stored_reference
+from zootriage.app.labels import run_label, stored_reference, warnings_of
 from zootriage.app.schemas.jobs import JobOut, JobRequest
 from zootriage.app.schemas.triage import (
     MarkerStat,
@@ -85,9 +86,18 @@ class Gathered:
         return record_of(label, run, self.markers[run.id])
 
     def stats(self, key: str) -> dict[str, MarkerStat]:
+        markers = self.markers[self.runs[key].id]
+        return {m.name: MarkerStat.model_validate(m, from_attributes=True) for m in markers}
+
+    def scored(self, key: str, label: str, model: AnyModelRef) -> dict[str, Any]:
+        """The fields of ``ScoredModel`` (what every triage answer says of a model) for the run at ``key``."""
+        run = self.runs[key]
         return {
-            m.name: MarkerStat(value=m.value, std=m.std, decidable=m.decidable, reason=m.reason)
-            for m in self.markers[self.runs[key].id]
+            "label": label,
+            "model": model.model_dump(mode="json"),
+            "run_id": run.id,
+            "markers": self.stats(key),
+            "warnings": warnings_of(run.model_meta),
         }
 
 
@@ -152,8 +162,12 @@ def rule_used(rule: Rule, protocol: Protocol) -> RuleUsed:
 
 def job_request(want: Wanted, scoring: ScoringPlan) -> JobRequest:
     return JobRequest(
-        model=want.model, dataset=scoring.dataset, sampling=scoring.sampling, protocol=scoring.protocol,
-        name=want.name, tags=dict(want.tags),
+        model=want.model,
+        dataset=scoring.dataset,
+        sampling=scoring.sampling,
+        protocol=scoring.protocol,
+        name=want.name,
+        tags=dict(want.tags),
     )
 
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from zootriage.app.api.deps import SessionDep
-from zootriage.app.api.runs import MARKER_NAME
+from zootriage.app.api.run_query import MARKER_NAME
 from zootriage.app.services.compare import compare_runs
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.ui.plots import marker_scatter
@@ -60,7 +60,13 @@ def compare_page(
         (x, y, "id_accuracy"),
     )
     context = {
-        "runs": ordered, "rows": compared.rows, "names": names, "x": x, "y": y, "runs_text": runs,
-        "figure": figure, "points": points,
+        "runs": ordered,
+        "rows": compared.rows,
+        "names": names,
+        "x": x,
+        "y": y,
+        "runs_text": runs,
+        "figure": figure,
+        "points": points,
     }
     return render(request, "compare.html", context)

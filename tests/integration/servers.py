@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 from tests.integration.stack import free_port
@@ -32,31 +33,47 @@ def _wait_for_port(port: int, alive: subprocess.Popen[bytes] | None, what: str) 
             time.sleep(0.05)
 
 
-class RedisServer:
+class LoopbackProcess(ABC):
+    """A server process of ours on a free loopback port: started, waited for until the port answers,
+    stopped (and started again) at will. Subclasses say what to run (:meth:`command`)."""
+
+    what = "server"
+
     def __init__(self) -> None:
         self.port = free_port()
-        self.folder = tempfile.mkdtemp(prefix="zt-redis-")
         self._process: subprocess.Popen[bytes] | None = None
 
-    @property
-    def url(self) -> str:
-        """The server's URL without a database number."""
-        return f"redis://127.0.0.1:{self.port}"
+    @abstractmethod
+    def command(self) -> list[str]:
+        """The server's command line, listening on ``self.port``."""
 
     def start(self) -> None:
-        self._process = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", self.folder, "--logfile", os.path.join(self.folder, "redis.log")],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        _wait_for_port(self.port, self._process, "redis-server")
+        self._process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_port(self.port, self._process, self.what)
 
     def stop(self) -> None:
         if self._process is not None:
             self._process.terminate()
             self._process.wait(timeout=10)
             self._process = None
+
+
+class RedisServer(LoopbackProcess):
+    what = "redis-server"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.mkdtemp(prefix="zt-redis-")
+
+    @property
+    def url(self) -> str:
+        """The server's URL without a database number."""
+        return f"redis://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        log = os.path.join(self.folder, "redis.log")
+        return ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                "--appendonly", "no", "--dir", self.folder, "--logfile", log]  # fmt: skip
 
     def remove(self) -> None:
         self.stop()
@@ -100,27 +117,14 @@ class PostgresCluster:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-class S3Server:
+class S3Server(LoopbackProcess):
     """moto's S3-compatible server on a free loopback port (the object store of a deployment)."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
-        self._process: subprocess.Popen[bytes] | None = None
+    what = "moto S3 server"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        _wait_for_port(self.port, self._process, "moto S3 server")
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            self._process.wait(timeout=10)
-            self._process = None
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]

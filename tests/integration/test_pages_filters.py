@@ -61,3 +61,30 @@ def test_the_history_filters_on_when_runs_were_created(client: TestClient, clean
     assert {item["id"] for item in api} == set(ids[1:])
     bad = client.get("/runs?created_after=yesterday")
     assert bad.status_code == 422 and "is not a date" in bad.text
+
+
+def test_one_query_means_the_same_to_the_api_the_page_and_the_csv(client: TestClient, clean_db: str) -> None:
+    """``GET /v1/runs``, ``/runs`` and ``/runs.csv`` read their filter through one dependency: the
+    form's blank fields are absent for all three, and a bad bound is the same 422 everywhere."""
+    with session_scope(clean_db) as session:
+        runs = seed_runs(session, 4)  # dimension 0.0, 0.1, 0.2, 0.3; resnet18 for odd i
+        session.flush()
+        ids = [str(run.id) for run in runs]
+    blanks = "name=&weights=&dataset=&created_after=&created_before=&max=&tag="
+    query = f"architecture=resnet18&marker=dimension&min=0.2&{blanks}"
+    api = client.get(f"/v1/runs?{query}")
+    assert api.status_code == 200, api.text
+    assert [item["id"] for item in api.json()["items"]] == [ids[3]]
+    page = client.get(f"/runs?{query}")
+    assert page.status_code == 200 and {i for i in ids if f"/runs/{i}" in page.text} == {ids[3]}
+    assert [line.split(",")[0] for line in client.get(f"/runs.csv?{query}").text.splitlines()[1:]] == [ids[3]]
+    everything = client.get(f"/v1/runs?{blanks}&marker=&min=")
+    assert len(everything.json()["items"]) == 4, everything.text
+    for url in ("/v1/runs", "/runs.csv"):
+        bad = client.get(f"{url}?marker=dimension&min=abc")
+        assert (bad.status_code, bad.json()["code"]) == (422, "invalid_request"), url
+        assert "min: 'abc' is not a number" in bad.json()["message"], url
+    shown = client.get("/runs?marker=dimension&min=abc")
+    assert shown.status_code == 422 and "min: &#39;abc&#39; is not a number" in shown.text
+    naive, zoned = "created_after=2026-01-01T02:00", "created_after=2026-01-01T02:00Z"
+    assert client.get(f"/v1/runs?{naive}").json() == client.get(f"/v1/runs?{zoned}").json()
