@@ -24,13 +24,14 @@ from sqlalchemy.orm import Session
 from zootriage.app.db import job_queries
 from zootriage.app.db.job_queries import (
     active_job,
+    extraction_of,
     job_by_id,
     job_by_idempotency_key,
     mark_cancelled,
     newest_run_of_request,
 )
 from zootriage.app.db.models import Job, JobStatus, Run
-from zootriage.app.db.run_key import canonical_json
+from zootriage.app.db.run_key import canonical_json, extraction_key
 from zootriage.app.queue import enqueue_score, revoke
 from zootriage.app.schemas.jobs import JobRequest
 from zootriage.app.services.admission import Admitted, admit
@@ -77,6 +78,7 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         return Submitted(run=run)
     if (job := active_job(session, key)) is not None:
         return Submitted(job=job)
+    extraction = extraction_key(admitted.request)
     job = Job(
         request_key=key,
         request=admitted.request,
@@ -85,6 +87,9 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         status=JobStatus.queued.value,
         name=inherited.name,
         tags=inherited.tags,
+        extraction_key=extraction,
+        # Another job extracted these features (another protocol, say): start at the marker stage.
+        features=extraction_of(session, extraction) if extraction is not None else None,
     )
     session.add(job)
     try:
@@ -93,7 +98,7 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         session.rollback()
         return _after_race(session, admitted, idempotency_key, request_hash)
     try:
-        enqueue_score(settings, str(job.id))
+        enqueue_score(settings, str(job.id), (job.features or {}).get("cache_key"))
     except Exception:
         session.rollback()
         raise
