@@ -98,8 +98,8 @@ def worker(
 
     try:
         chosen = Settings(worker_queues=queues).worker_queues if queues else get_settings().worker_queues
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc).splitlines()[-1], param_hint="--queues") from None
+    except ValueError:
+        raise typer.BadParameter("one or more of gpu, cpu", param_hint="--queues") from None
     argv = ["worker", f"--loglevel={loglevel}", f"--queues={','.join(chosen)}"]
     if concurrency is not None:
         argv.append(f"--concurrency={concurrency}")
