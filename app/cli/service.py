@@ -97,7 +97,10 @@ def worker(
     from zootriage.worker.celery_app import celery_app
 
     try:
-        chosen = Settings(worker_queues=queues).worker_queues if queues else get_settings().worker_queues
+        if queues is None:
+            chosen = get_settings().worker_queues
+        else:
+            chosen = Settings(worker_queues=[q.strip() for q in queues.split(",") if q.strip()]).worker_queues
     except ValueError:
         raise typer.BadParameter("one or more of gpu, cpu", param_hint="--queues") from None
     argv = ["worker", f"--loglevel={loglevel}", f"--queues={','.join(chosen)}"]

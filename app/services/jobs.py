@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -88,8 +89,7 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         name=inherited.name,
         tags=inherited.tags,
         extraction_key=extraction,
-        # Another job extracted these features (another protocol, say): start at the marker stage.
-        features=extraction_of(session, extraction) if extraction is not None else None,
+        features=_reused_extraction(session, extraction),
     )
     session.add(job)
     try:
@@ -104,6 +104,14 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         raise
     session.commit()
     return Submitted(job=job)
+
+
+def _reused_extraction(session: Session, extraction: str | None) -> dict[str, Any] | None:
+    """The extraction record of an earlier job on the same model, data and sample (another protocol,
+    say), so this one starts at the marker stage: its features come from the cache (no stage time of
+    its own yet), extracted by the worker the record names."""
+    found = extraction_of(session, extraction) if extraction is not None else None
+    return None if found is None else {**found, "features_cached": True, "timings": {}}
 
 
 def _after_race(
