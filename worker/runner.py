@@ -103,8 +103,14 @@ def claim(settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT) -> Claime
         job.stage = stage
         job.error_code = job.error_message = None
         return Claimed(
-            job.id, job.request_key, dict(job.request), time.monotonic(), job.name, dict(job.tags or {}),
-            stage, dict(job.features) if job.features is not None else None,
+            job.id,
+            job.request_key,
+            dict(job.request),
+            time.monotonic(),
+            job.name,
+            dict(job.tags or {}),
+            stage,
+            dict(job.features) if job.features is not None else None,
         )
 
 
@@ -189,8 +195,12 @@ def hand_over(settings: Settings, claimed: Claimed, extracted: Extracted, worker
             update(Job)
             .where(Job.id == claimed.job_id, Job.status == JobStatus.running.value)
             .values(
-                status=JobStatus.queued.value, stage=EXTRACTED, features=record,
-                heartbeat_at=datetime.now(UTC), done=0, total=0,
+                status=JobStatus.queued.value,
+                stage=EXTRACTED,
+                features=record,
+                heartbeat_at=datetime.now(UTC),
+                done=0,
+                total=0,
             )
         )
         if moved.rowcount == 0:  # type: ignore[attr-defined]

@@ -19,7 +19,12 @@ if TYPE_CHECKING:  # the API checks the store without importing torch (which the
     from zootriage.core.feature_cache import FeatureCache
 
 __all__ = [
-    "check_storage_url", "feature_cache", "feature_store", "features_stored", "open_store", "upload_store",
+    "check_storage_url",
+    "feature_cache",
+    "feature_store",
+    "features_stored",
+    "open_store",
+    "upload_store",
 ]
 
 

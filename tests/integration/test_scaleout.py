@@ -140,12 +140,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             logs = folder / "api-logs"
             logs.mkdir()
             api, base_url = start_api(
-                host_settings(folder / "api", url, broker), logs,
-                ZOOTRIAGE_STORAGE_URL=store_url, **AWS, **LIVENESS,
+                host_settings(folder / "api", url, broker),
+                logs,
+                ZOOTRIAGE_STORAGE_URL=store_url,
+                **AWS,
+                **LIVENESS,
             )
             cluster = Cluster(
-                httpx.Client(base_url=base_url, timeout=60), url, broker, store_url, bucket, s3_server.url,
-                folder, [],
+                httpx.Client(base_url=base_url, timeout=60),
+                url,
+                broker,
+                store_url,
+                bucket,
+                s3_server.url,
+                folder,
+                [],
             )
             yield cluster
             for worker in cluster.workers:
