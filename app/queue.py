@@ -1,7 +1,15 @@
 """The job queue as both sides see it: one Celery configuration, a client to enqueue, a reachability probe.
 
-The API only enqueues by task name, so it never imports the worker (and never imports torch's scoring
-stack). The worker builds its Celery app from the same ``celery_config``, so URLs and routing agree.
+A job runs in two stages, each a task on its own queue, so extraction and markers scale apart:
+
+- ``EXTRACT_TASK`` on ``gpu``: sample the dataset, run the model in the isolated child, write the
+  features to the shared feature cache; then it publishes the second stage;
+- ``MARKERS_TASK`` on ``cpu``: read the features from the cache, compute the markers, store the run.
+
+A worker consumes both queues unless told otherwise (``zootriage worker --queues gpu``), so one
+process still does everything in the embedded default. The API only enqueues by task name, so it never
+imports the worker (and never imports torch's scoring stack). The worker builds its Celery app from
+the same ``celery_config``, so URLs and routing agree.
 """
 
 from __future__ import annotations
@@ -11,12 +19,17 @@ from functools import lru_cache
 from typing import Any
 
 from celery import Celery
-from kombu import Connection
+from kombu import Connection, Queue
 
 from zootriage.app.settings import Settings
+from zootriage.app.storage import features_stored
 
-SCORE_TASK = "zootriage.score_job"
-SCORE_QUEUE = "scoring"
+EXTRACT_TASK = "zootriage.extract_features"
+MARKERS_TASK = "zootriage.compute_markers"
+GPU_QUEUE = "gpu"
+CPU_QUEUE = "cpu"
+QUEUES = (GPU_QUEUE, CPU_QUEUE)
+ROUTES = {EXTRACT_TASK: GPU_QUEUE, MARKERS_TASK: CPU_QUEUE}
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -46,7 +59,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_transport_options": transport_options,
         "broker_connection_timeout": settings.broker_timeout_s,
         "broker_connection_retry_on_startup": True,
-        "task_default_queue": SCORE_QUEUE,
+        "task_queues": [Queue(name) for name in QUEUES],
+        "task_routes": {task: {"queue": queue} for task, queue in ROUTES.items()},
+        "task_default_queue": GPU_QUEUE,
         "task_ignore_result": True,
         "task_serializer": "json",
         "accept_content": ["json"],
@@ -69,10 +84,20 @@ def _client(settings_json: str) -> Celery:
     return client
 
 
-def enqueue_score(settings: Settings, job_id: str) -> None:
-    """Publish the scoring task; the job id is the task id so a cancel can revoke it by name."""
+def enqueue_score(settings: Settings, job_id: str, features_key: str | None = None) -> None:
+    """Publish the job's first stage still to do: markers (``cpu``) when ``features_key`` (the
+    feature-cache key of the job's extraction record, ``Job.features``) names an entry the cache
+    holds, else extraction (``gpu``), which finds a cached entry itself and passes the job on.
+    The entry point for every service that starts or restarts a job."""
+    cached = features_key is not None and features_stored(settings, features_key)
+    publish(settings, MARKERS_TASK if cached else EXTRACT_TASK, job_id)
+
+
+def publish(settings: Settings, task: str, job_id: str) -> None:
+    """Send one stage's task (routed to its queue); the job id is the task id so a cancel can revoke
+    it by name, whichever stage it is in."""
     _client(settings.model_dump_json()).send_task(
-        SCORE_TASK,
+        task,
         args=[job_id],
         task_id=job_id,
         retry=True,

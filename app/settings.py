@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     job_max_retries: int = 10
     job_retry_backoff_max_s: int = 120
     gpus: int | None = None
+    # The stage queues a ``zootriage worker`` consumes (app/queue.py): ``gpu`` (extraction) and ``cpu``
+    # (markers). Both by default, so one worker does everything; a GPU host may take ``gpu`` only.
+    worker_queues: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["gpu", "cpu"])
     # sha256 hashes of API keys given by the deployment (``zootriage create-api-key --no-store``), on
     # top of those the command stored in the database; never the keys themselves.
     api_key_hashes: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -91,6 +94,22 @@ class Settings(BaseSettings):
             from zootriage.app.storage import check_storage_url  # app.storage imports these settings
 
             check_storage_url(value)
+        return value
+
+    @field_validator("worker_queues", mode="before")
+    @classmethod
+    def _split_queues(cls, value: object) -> object:
+        """Accept ``gpu,cpu`` from the environment as well as a list."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("worker_queues")
+    @classmethod
+    def _known_queues(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - {"gpu", "cpu"})
+        if unknown or not value:
+            raise ValueError(f"worker queues are some of gpu, cpu (got {value})")
         return value
 
     @field_validator("api_key_hashes", mode="before")

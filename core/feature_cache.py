@@ -22,7 +22,7 @@ import numpy as np
 
 from zootriage.core.errors import InsufficientStorage
 from zootriage.core.features import Extraction
-from zootriage.core.storage import LocalStore, Store
+from zootriage.core.storage import LocalStore, Store, feature_entry
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -39,7 +39,7 @@ class FeatureCache:
 
     @staticmethod
     def key_of(key: str) -> str:
-        return f"features/{key}.npz"
+        return feature_entry(key)
 
     def read(self, key: str) -> tuple[Extraction, dict[str, Any]] | None:
         try:

@@ -2,7 +2,10 @@
 
 Stages, each timed: open and sample the dataset (fingerprinting the sample), load the model and
 extract features and logits in an isolated child (or read them from the feature cache), and compute
-the markers. The feature cache is keyed by (weights, dataset fingerprint, extraction settings), so
+the markers. ``score`` runs them in one process; a deployment splits them across workers:
+``extract_features`` (a GPU worker: sample, child, cache write) hands an :class:`Extracted` record to
+``score_cached`` (a CPU worker: cache read, markers), which needs only the shared feature cache.
+The feature cache is keyed by (weights, dataset fingerprint, extraction settings), so
 scoring the same model and data under another protocol skips the child and its forward passes.
 """
 
@@ -14,7 +17,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,7 @@ from zootriage.core.device import resolve_device
 from zootriage.core.errors import CancelCheck
 from zootriage.core.extraction import extract_isolated
 from zootriage.core.feature_cache import FeatureCache
-from zootriage.core.features import Progress, default_workers
+from zootriage.core.features import Extraction, Progress, default_workers
 from zootriage.core.isolation import ChildLimits
 from zootriage.core.markers import MarkerValue, Protocol, compute_markers
 from zootriage.core.zoo.loader import ModelInfo
@@ -59,6 +62,32 @@ class ScoreResult:
         return data
 
 
+@dataclass(frozen=True)
+class Extracted:
+    """What the extraction stage hands to the marker stage, small enough for a job row (JSON): the
+    feature-cache key of the extraction and what the markers need to know about the sample."""
+
+    cache_key: str
+    weights_sha256: str
+    dataset_fingerprint: str
+    n_classes: int
+    dataset_label_space: str | None
+    timings: dict[str, float]
+    device: str
+    features_cached: bool  # the extraction stage found the features in the cache (started no child)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Extracted:
+        return cls(**{f: data[f] for f in cls.__dataclass_fields__})
+
+
+class FeaturesMissing(Exception):
+    """The cache has no entry for an extraction (evicted, or another store): extract again."""
+
+
 def score(
     model: AnyModelRef,
     dataset: AnyDatasetRef,
@@ -75,7 +104,8 @@ def score(
     child_limits: ChildLimits | None = None,
     cancel: CancelCheck | None = None,
 ) -> ScoreResult:
-    """Score ``model`` on a ``sampling`` of ``dataset``. Bad input raises ``core.errors.ZooError``.
+    """Score ``model`` on a ``sampling`` of ``dataset``: :func:`extract_features` then the markers,
+    in one process. Bad input raises ``core.errors.ZooError``.
 
     ``data_roots`` and ``limits`` come from the caller's settings: folder, torchvision and archive
     datasets are read only under those roots. ``num_workers`` data-loading processes (default: by
@@ -83,11 +113,82 @@ def score(
     polled while the child runs and throughout the marker stage (``core.errors.Cancelled`` stops
     both). ``cache`` keeps extractions (a folder path is a local cache, ``FeatureCache.folder``); a
     full disk under it raises ``core.errors.InsufficientStorage``.
-
-    The model is loaded and run only in an isolated child (``core.isolation``), for every kind of
-    reference: one path, whether the weights are a user's upload or a library's download. The feature
-    cache is checked here first, so a cached extraction starts no child.
     """
+    store = FeatureCache.folder(cache) if isinstance(cache, str | Path) else cache
+    extracted, entry = _extract(
+        model, dataset, sampling, device=device, progress=progress, store=store, data_roots=data_roots,
+        limits=limits, batch_size=batch_size, num_workers=num_workers, child_limits=child_limits,
+        cancel=cancel,
+    )
+    return _markers(extracted, entry, protocol, extracted.device, progress or _ignore, cancel)
+
+
+def extract_features(
+    model: AnyModelRef,
+    dataset: AnyDatasetRef,
+    sampling: Sampling,
+    *,
+    cache: FeatureCache,
+    device: str | torch.device | None = None,
+    progress: Progress | None = None,
+    data_roots: Sequence[str | Path] = (),
+    limits: ArchiveLimits | None = None,
+    batch_size: int = 64,
+    num_workers: int | None = None,
+    child_limits: ChildLimits | None = None,
+    cancel: CancelCheck | None = None,
+) -> Extracted:
+    """The first stage alone (a GPU worker's part): sample, extract in the isolated child unless the
+    cache already holds this extraction, and leave the features in ``cache`` for :func:`score_cached`
+    (on any worker that sees the same store)."""
+    extracted, _ = _extract(
+        model, dataset, sampling, device=device, progress=progress, store=cache, data_roots=data_roots,
+        limits=limits, batch_size=batch_size, num_workers=num_workers, child_limits=child_limits,
+        cancel=cancel,
+    )
+    return extracted
+
+
+def score_cached(
+    extracted: Extracted,
+    protocol: Protocol,
+    *,
+    cache: FeatureCache,
+    device: str | torch.device | None = None,
+    progress: Progress | None = None,
+    cancel: CancelCheck | None = None,
+) -> ScoreResult:
+    """The second stage alone (a CPU worker's part): the markers of an extraction read from ``cache``;
+    :class:`FeaturesMissing` when the cache no longer holds it. No model, no dataset is opened."""
+    report = progress or _ignore
+    start = time.perf_counter()
+    entry = cache.read(extracted.cache_key)
+    if entry is None:
+        raise FeaturesMissing(extracted.cache_key)
+    report("extract", len(entry[0].labels), len(entry[0].labels))
+    timings = {**extracted.timings, "read_features": time.perf_counter() - start}
+    staged = replace(extracted, timings=timings)
+    return _markers(staged, entry, protocol, str(resolve_device(device)), report, cancel)
+
+
+def _extract(
+    model: AnyModelRef,
+    dataset: AnyDatasetRef,
+    sampling: Sampling,
+    *,
+    device: str | torch.device | None,
+    progress: Progress | None,
+    store: FeatureCache | None,
+    data_roots: Sequence[str | Path],
+    limits: ArchiveLimits | None,
+    batch_size: int,
+    num_workers: int | None,
+    child_limits: ChildLimits | None,
+    cancel: CancelCheck | None,
+) -> tuple[Extracted, tuple[Extraction, dict[str, Any]]]:
+    """The model is loaded and run only in an isolated child (``core.isolation``), for every kind of
+    reference: one path, whether the weights are a user's upload or a library's download. The feature
+    cache is checked here first, so a cached extraction starts no child."""
     dev = resolve_device(device)
     timings: dict[str, float] = {}
     report = progress or _ignore
@@ -96,7 +197,6 @@ def score(
         chosen = sample(images, sampling)
     key = _cache_key(model, chosen.fingerprint, dev)
     start = time.perf_counter()
-    store = FeatureCache.folder(cache) if isinstance(cache, str | Path) else cache
     cached = store.read(key) if store is not None else None
     if cached is None:
         workers = default_workers(dev) if num_workers is None else num_workers
@@ -119,8 +219,31 @@ def score(
         extraction, described = cached
         timings["extract"] = time.perf_counter() - start
         report("extract", len(extraction.labels), len(extraction.labels))
+    extracted = Extracted(
+        cache_key=key,
+        weights_sha256=described["weights_sha256"],
+        dataset_fingerprint=chosen.fingerprint,
+        n_classes=len(chosen.classes),
+        dataset_label_space=images.label_space,
+        timings=timings,
+        device=str(dev),
+        features_cached=cached is not None,
+    )
+    return extracted, (extraction, described)
+
+
+def _markers(
+    extracted: Extracted,
+    entry: tuple[Extraction, dict[str, Any]],
+    protocol: Protocol,
+    device: str,
+    report: Progress,
+    cancel: CancelCheck | None,
+) -> ScoreResult:
+    extraction, described = entry
     info = ModelInfo(**described["info"])
-    match = info.label_space is not None and info.label_space == images.label_space
+    match = info.label_space is not None and info.label_space == extracted.dataset_label_space
+    timings = dict(extracted.timings)
     with _timed(timings, "markers", report):
         markers = compute_markers(
             extraction.features,
@@ -128,21 +251,21 @@ def score(
             extraction.logits,
             protocol=protocol,
             logits_match_labels=match,
-            device=dev,
+            device=resolve_device(device),
             cancel=cancel,
         )
     return ScoreResult(
         markers=markers,
-        weights_sha256=described["weights_sha256"],
-        dataset_fingerprint=chosen.fingerprint,
+        weights_sha256=extracted.weights_sha256,
+        dataset_fingerprint=extracted.dataset_fingerprint,
         model=info,
         n_images=len(extraction.labels),
-        n_classes=len(chosen.classes),
+        n_classes=extracted.n_classes,
         feature_dim=int(extraction.features.shape[1]),
         logits_match_labels=match,
         timings=timings,
-        device=str(dev),
-        features_cached=cached is not None,
+        device=extracted.device,
+        features_cached=extracted.features_cached,
     )
 
 

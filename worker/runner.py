@@ -1,4 +1,10 @@
-"""One job, end to end: claim the row, score through core, store the run and its markers atomically.
+"""One job in two stages: claim the row, extract (``gpu``) and hand over, or compute the markers from
+the cached features (``cpu``) and store the run and its markers atomically.
+
+Between the stages the job is queued again with ``stage = "extracted"`` and its extraction record
+(``core.scoring.Extracted`` plus the worker that made it) in ``Job.features``: whichever CPU worker
+claims it next reads the features from the shared cache, never the first worker's disk. That claim is
+the same attempt; a claim after a lost stage (the reaper cleared the stage) is another one.
 
 Safe to run more than once for the same job (a redelivered message after a worker died, a retry):
 a finished job is left alone, a run already stored for the same request is reused (immutable data only),
@@ -25,13 +31,21 @@ from sqlalchemy.orm import Session
 from zootriage.app.db.models import ACTIVE_STATUSES, Checkpoint, Job, JobStatus, Marker, Run, RunTag
 from zootriage.app.db.run_key import reusable_by_request, run_key
 from zootriage.app.db.session import session_scope
+from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK, publish
 from zootriage.app.references import local_model, parse_request
 from zootriage.app.settings import Settings
-from zootriage.app.storage import feature_cache
+from zootriage.app.storage import feature_cache, upload_store
 from zootriage.core.device import resolve_device
 from zootriage.core.isolation import ChildLimits
 from zootriage.core.markers import list_markers
-from zootriage.core.scoring import EXTRACTION_VERSION, ScoreResult, score
+from zootriage.core.scoring import (
+    EXTRACTION_VERSION,
+    Extracted,
+    FeaturesMissing,
+    ScoreResult,
+    extract_features,
+    score_cached,
+)
 from zootriage.core.zoo.loader import PROGRAM
 from zootriage.worker.messages import public_message
 from zootriage.worker.progress import ProgressWriter
@@ -40,8 +54,16 @@ log = logging.getLogger(__name__)
 CODE_VERSION = f"zootriage {package_version('zootriage')} extraction v{EXTRACTION_VERSION}"
 
 
+EXTRACT, MARKERS = "extract", "markers"
+EXTRACTED = "extracted"  # the stage of a job queued between the two: features cached, markers to do
+
+
 class JobNotVisible(Exception):
     """The task arrived before the API's transaction committed the job row: retry shortly."""
+
+
+class SentBack(Exception):
+    """The marker stage found no features in the cache: the job went back to extraction."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +74,13 @@ class Claimed:
     started: float
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    stage: str = "extract"
+    features: dict[str, Any] | None = None
 
 
-def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
-    """Move the job to running (counting the attempt); ``None`` when there is nothing left to do."""
+def claim(settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT) -> Claimed | None:
+    """Move the job to running for ``stage``; ``None`` when there is nothing left to do. A markers
+    claim right after the hand-over is the same attempt; any other claim counts one more."""
     with session_scope(settings.effective_database_url) as session:
         job = session.get(Job, job_id, with_for_update=True)
         if job is None:
@@ -70,13 +95,22 @@ def claim(settings: Settings, job_id: uuid.UUID) -> Claimed | None:
             job.status, job.run_id, job.finished_at = JobStatus.succeeded.value, existing.id, now
             job.run_key = existing.run_key
             return None
+        handed_over = stage == MARKERS and job.stage == EXTRACTED
         job.status = JobStatus.running.value
         job.started_at = job.started_at or now
         job.heartbeat_at = now
-        job.attempts += 1
+        job.attempts += 0 if handed_over else 1
+        job.stage = stage
         job.error_code = job.error_message = None
         return Claimed(
-            job.id, job.request_key, dict(job.request), time.monotonic(), job.name, dict(job.tags or {})
+            job.id,
+            job.request_key,
+            dict(job.request),
+            time.monotonic(),
+            job.name,
+            dict(job.tags or {}),
+            stage,
+            dict(job.features) if job.features is not None else None,
         )
 
 
@@ -112,21 +146,86 @@ def _users_file_names(session: Session, job_id: uuid.UUID, message: str) -> str:
     return message.replace(stored, row.filename)
 
 
-def compute(settings: Settings, claimed: Claimed) -> ScoreResult:
-    model, dataset, sampling, protocol = parse_request(claimed.request)
+def extract(settings: Settings, claimed: Claimed) -> Extracted:
+    """The GPU stage: the upload fetched from the store into a temporary local file (the isolated child
+    loads it from there), the sample extracted, the features left in the shared feature cache."""
+    model, dataset, sampling, _ = parse_request(claimed.request)
     progress = ProgressWriter(settings.effective_database_url, claimed.job_id)
-    return score(
-        local_model(model, settings.effective_upload_dir),
-        dataset,
-        sampling,
-        protocol,
-        device=resolve_device(None),
-        progress=progress,
-        cache=feature_cache(settings),
-        data_roots=settings.effective_data_roots,
-        child_limits=ChildLimits(wall_s=settings.job_time_limit_s),
-        cancel=progress.cancelled,
-    )
+    scratch = settings.effective_upload_dir
+    with local_model(model, upload_store(settings), scratch) as local:
+        return extract_features(
+            local,
+            dataset,
+            sampling,
+            cache=feature_cache(settings),
+            device=resolve_device(None),
+            progress=progress,
+            data_roots=settings.effective_data_roots,
+            child_limits=ChildLimits(wall_s=settings.job_time_limit_s),
+            cancel=progress.cancelled,
+        )
+
+
+def markers(settings: Settings, claimed: Claimed) -> ScoreResult:
+    """The CPU stage: the markers of the features the job's extraction record names."""
+    assert claimed.features is not None, "a markers claim carries the extraction record"
+    _, _, _, protocol = parse_request(claimed.request)
+    progress = ProgressWriter(settings.effective_database_url, claimed.job_id)
+    try:
+        return score_cached(
+            Extracted.from_dict(claimed.features),
+            protocol,
+            cache=feature_cache(settings),
+            device=resolve_device(None),
+            progress=progress,
+            cancel=progress.cancelled,
+        )
+    except FeaturesMissing:
+        send_back(settings, claimed.job_id)
+        raise SentBack(str(claimed.job_id)) from None
+
+
+def hand_over(settings: Settings, claimed: Claimed, extracted: Extracted, worker: str) -> None:
+    """Queue the job for the marker stage with its extraction record, then publish that stage. A lost
+    publish leaves the job queued: the reaper publishes it again (to ``cpu``: the features are cached)."""
+    record = {**extracted.to_dict(), "worker": worker}
+    active = [s.value for s in ACTIVE_STATUSES]
+    with session_scope(settings.effective_database_url) as session:
+        moved = session.execute(
+            update(Job)
+            .where(Job.id == claimed.job_id, Job.status == JobStatus.running.value)
+            .values(
+                status=JobStatus.queued.value,
+                stage=EXTRACTED,
+                features=record,
+                heartbeat_at=datetime.now(UTC),
+                done=0,
+                total=0,
+            )
+        )
+        if moved.rowcount == 0:  # type: ignore[attr-defined]
+            still = session.scalar(select(Job.status).where(Job.id == claimed.job_id, Job.status.in_(active)))
+            log.info("job %s left the running state during extraction (%s)", claimed.job_id, still)
+            return
+    try:
+        publish(settings, MARKERS_TASK, str(claimed.job_id))
+    except Exception as exc:
+        log.warning("job %s: marker stage not published (%s); the reaper will", claimed.job_id, exc)
+
+
+def send_back(settings: Settings, job_id: uuid.UUID) -> None:
+    """The cache lost the job's features (evicted, another store): extract them again."""
+    with session_scope(settings.effective_database_url) as session:
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == JobStatus.running.value)
+            .values(status=JobStatus.queued.value, stage=None, features=None, heartbeat_at=datetime.now(UTC))
+        )
+    log.warning("job %s: its features are not in the cache; extracting again", job_id)
+    try:
+        publish(settings, EXTRACT_TASK, str(job_id))
+    except Exception as exc:
+        log.warning("job %s: extraction not published (%s); the reaper will", job_id, exc)
 
 
 def _architecture(session: Session, result: ScoreResult) -> str:
@@ -139,7 +238,7 @@ def _architecture(session: Session, result: ScoreResult) -> str:
     return architecture
 
 
-def _run_row(claimed: Claimed, result: ScoreResult, architecture: str) -> Run:
+def _run_row(claimed: Claimed, result: ScoreResult, architecture: str, worker: str) -> Run:
     request = claimed.request
     key = run_key(result.weights_sha256, result.dataset_fingerprint, request["sampling"], request["protocol"])
     versions = {spec.name: spec.version for spec in list_markers()}
@@ -161,6 +260,8 @@ def _run_row(claimed: Claimed, result: ScoreResult, architecture: str) -> Run:
             "feature_dim": result.feature_dim,
             "logits_match_labels": result.logits_match_labels,
             "features_cached": result.features_cached,
+            # Which worker did each stage (its Celery node name): extraction and markers may differ.
+            "workers": {"extract": (claimed.features or {}).get("worker"), "markers": worker},
         },
         code_version=CODE_VERSION,
         device=str(result.device),
@@ -181,7 +282,7 @@ def _run_row(claimed: Claimed, result: ScoreResult, architecture: str) -> Run:
     )
 
 
-def store(settings: Settings, claimed: Claimed, result: ScoreResult) -> None:
+def store(settings: Settings, claimed: Claimed, result: ScoreResult, worker: str) -> None:
     """The run, its markers and the job's success in one transaction; a duplicate run key links instead."""
     url = settings.effective_database_url
     finished = {"finished_at": datetime.now(UTC), "duration_s": time.monotonic() - claimed.started}
@@ -189,7 +290,7 @@ def store(settings: Settings, claimed: Claimed, result: ScoreResult) -> None:
     active = [s.value for s in ACTIVE_STATUSES]
     try:
         with session_scope(url) as session:
-            run = _run_row(claimed, result, _architecture(session, result))
+            run = _run_row(claimed, result, _architecture(session, result), worker)
             session.add(run)
             session.flush()
             session.execute(

@@ -1,4 +1,8 @@
-"""The scoring task and its failure policy.
+"""The two stage tasks of a job and their failure policy.
+
+``extract_features`` (queue ``gpu``) samples, extracts in the isolated child and hands the job to
+``compute_markers`` (queue ``cpu``), which reads the features from the shared cache and stores the run
+(worker/runner.py). Both follow one policy:
 
 - bad input (``core.errors.ZooError``) fails the job with that error's code: retrying cannot help;
 - a lost database or broker is transient: retried with exponential backoff (and jitter), within the
@@ -6,69 +10,114 @@
   message is gone and the row may still say running; its heartbeat has stopped with the task, so
   once the database is back the reaper (app/services/reaper.py) requeues or fails it;
 - a cancel (the job row left "running", seen by a progress write or the marker stage's cancel
-  check) stops quietly; the time limit fails the job with its code;
+  check) stops quietly; the time limit (per stage) fails the job with its code;
 - anything else is a bug: the job fails as ``internal_error`` with a message that names the job id
   and nothing else; the traceback goes to the worker log only.
 
-While the task runs, a heartbeat thread stamps the row so the reaper can tell a lost worker.
+While a stage runs, a heartbeat thread stamps the row so the reaper can tell a lost worker.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import redis.exceptions
+from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from zootriage.app.queue import SCORE_TASK
-from zootriage.app.settings import get_settings
+from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK
+from zootriage.app.settings import Settings, get_settings
 from zootriage.core.errors import Cancelled, ZooError
 from zootriage.worker.celery_app import celery_app
 from zootriage.worker.heartbeat import Heartbeat
 from zootriage.worker.messages import internal_error_message
-from zootriage.worker.runner import JobNotVisible, claim, compute, fail, store
+from zootriage.worker.runner import (
+    EXTRACT,
+    MARKERS,
+    JobNotVisible,
+    SentBack,
+    claim,
+    extract,
+    fail,
+    hand_over,
+    markers,
+    send_back,
+    store,
+)
 
 log = logging.getLogger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, BrokerError, redis.exceptions.ConnectionError, JobNotVisible)
 _settings = get_settings()
+_POLICY: dict[str, Any] = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 2,
+    "retry_backoff_max": _settings.job_retry_backoff_max_s,
+    "retry_jitter": True,
+    "max_retries": _settings.job_max_retries,
+}
+T = TypeVar("T")
 
 
-@celery_app.task(
-    name=SCORE_TASK,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
-    retry_backoff=2,
-    retry_backoff_max=_settings.job_retry_backoff_max_s,
-    retry_jitter=True,
-    max_retries=_settings.job_max_retries,
-)
-def score_job(job_id: str) -> None:
-    settings = get_settings()
-    job = uuid.UUID(job_id)
-    claimed = claim(settings, job)
-    if claimed is None:
-        return
+def worker_name(task: Task) -> str:
+    """The Celery node name (``name@host``) of the worker running ``task``: tells apart two workers
+    on one host, as ``socket.gethostname`` cannot."""
+    return str(task.request.hostname or socket.gethostname())
+
+
+def guarded(settings: Settings, job: uuid.UUID, work: Callable[[], T]) -> T | None:
+    """``work()`` under the heartbeat and the failure policy; ``None`` when the job was failed,
+    cancelled or sent back (nothing more to do), the exception itself when it is transient."""
     try:
         with Heartbeat(settings.effective_database_url, job, settings.heartbeat_interval_s):
-            result = compute(settings, claimed)
+            return work()
     except ZooError as exc:
         fail(settings, job, exc.code, exc.message)
-        return
     except Cancelled:
-        log.info("job %s was cancelled while running", job_id)
-        return
+        log.info("job %s was cancelled while running", job)
+    except SentBack:
+        log.info("job %s went back to extraction", job)
     except SoftTimeLimitExceeded:
         fail(settings, job, "time_limit", f"the job ran past its limit of {settings.job_time_limit_s} s")
-        return
     except TRANSIENT:
         raise
     except Exception:
-        log.exception("job %s failed", job_id)
-        fail(settings, job, "internal_error", internal_error_message(job_id))
+        log.exception("job %s failed", job)
+        fail(settings, job, "internal_error", internal_error_message(str(job)))
+    return None
+
+
+@celery_app.task(name=EXTRACT_TASK, **_POLICY)
+def extract_features(self: Task, job_id: str) -> None:
+    settings = get_settings()
+    job = uuid.UUID(job_id)
+    claimed = claim(settings, job, EXTRACT)
+    if claimed is None:
         return
-    store(settings, claimed, result)
+    extracted = guarded(settings, job, lambda: extract(settings, claimed))
+    if extracted is not None:
+        hand_over(settings, claimed, extracted, worker_name(self))
+
+
+@celery_app.task(name=MARKERS_TASK, **_POLICY)
+def compute_markers(self: Task, job_id: str) -> None:
+    settings = get_settings()
+    job = uuid.UUID(job_id)
+    claimed = claim(settings, job, MARKERS)
+    if claimed is None:
+        return
+    if claimed.features is None:  # a stale message for a job with no extraction record
+        send_back(settings, job)
+        return
+    result = guarded(settings, job, lambda: markers(settings, claimed))
+    if result is not None:
+        store(settings, claimed, result, worker_name(self))

@@ -10,6 +10,7 @@ from zootriage.app.api.errors import ApiError, responses
 from zootriage.app.schemas.checkpoints import CheckpointOut
 from zootriage.app.services import checkpoints as checkpoint_service
 from zootriage.app.services.uploads import receive_file
+from zootriage.app.storage import upload_store
 
 router = APIRouter(prefix="/v1/checkpoints", tags=["checkpoints"])
 
@@ -102,7 +103,8 @@ async def upload_checkpoint(
         request.headers.get("content-type"), request.stream(), folder, settings.upload_limit_bytes
     )
     try:
-        accepted = await run_in_threadpool(checkpoint_service.accept, session, folder, received)
+        store = upload_store(settings)
+        accepted = await run_in_threadpool(checkpoint_service.accept, session, store, received)
     finally:
         received.path.unlink(missing_ok=True)
     if not accepted.created:

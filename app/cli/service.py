@@ -84,11 +84,26 @@ def serve(
 def worker(
     concurrency: Annotated[int | None, typer.Option(help="processes (default: one per GPU, else 1)")] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level")] = "INFO",
+    queues: Annotated[
+        str | None,
+        typer.Option(
+            help="stage queues to consume, comma-separated: gpu (extraction), cpu (markers); "
+            "default ZOOTRIAGE_WORKER_QUEUES, i.e. both"
+        ),
+    ] = None,
 ) -> None:
     """Run a scoring worker (Celery) consuming ZOOTRIAGE_BROKER_URL."""
+    from zootriage.app.settings import Settings, get_settings
     from zootriage.worker.celery_app import celery_app
 
-    argv = ["worker", f"--loglevel={loglevel}"]
+    try:
+        if queues is None:
+            chosen = get_settings().worker_queues
+        else:
+            chosen = Settings(worker_queues=[q.strip() for q in queues.split(",") if q.strip()]).worker_queues
+    except ValueError:
+        raise typer.BadParameter("one or more of gpu, cpu", param_hint="--queues") from None
+    argv = ["worker", f"--loglevel={loglevel}", f"--queues={','.join(chosen)}"]
     if concurrency is not None:
         argv.append(f"--concurrency={concurrency}")
     celery_app.worker_main(argv)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -21,6 +22,17 @@ def job_by_id(session: Session, job_id: uuid.UUID) -> Job | None:
 def active_job(session: Session, request_key: str) -> Job | None:
     """The queued or running job of a request key (at most one: a partial unique index)."""
     return session.scalar(select(Job).where(Job.request_key == request_key, Job.status.in_(_ACTIVE)))
+
+
+def extraction_of(session: Session, extraction_key: str) -> dict[str, Any] | None:
+    """The newest extraction record (``Job.features``) of a job with this extraction key, or None."""
+    newest = (
+        select(Job.features)
+        .where(Job.extraction_key == extraction_key, Job.features.is_not(None))
+        .order_by(Job.created_at.desc())
+        .limit(1)
+    )
+    return session.scalar(newest)
 
 
 def job_by_idempotency_key(session: Session, idempotency_key: str) -> Job | None:

@@ -188,6 +188,12 @@ class Job(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     duration_s: Mapped[float | None] = mapped_column(Float)
+    # The extraction stage's record (``core.scoring.Extracted`` + the worker that made it), set when a
+    # GPU worker hands the job to the marker stage: any CPU worker resumes from it (worker/runner.py).
+    features: Mapped[dict[str, Any] | None]
+    # hash(model, dataset, sampling) of a request on immutable data (``app.db.run_key.extraction_key``):
+    # a new job with the key of an extracted one starts at the marker stage.
+    extraction_key: Mapped[str | None] = mapped_column(String(64), index=True)
 
 
 class ApiKey(Base):

@@ -45,3 +45,13 @@ def reusable_by_request(request: dict[str, Any]) -> bool:
     immutable datasets: a folder's request is always queued, and the worker links it to the run its
     content identity names (features come from the cache, so that costs no forward pass)."""
     return str(request["dataset"].get("source")) in IMMUTABLE_DATASET_SOURCES
+
+
+def extraction_key(request: dict[str, Any]) -> str | None:
+    """The hash of what an extraction depends on (canonical model reference, dataset reference,
+    sampling; not the protocol), for requests on immutable data only: two jobs with one key can share
+    one extraction whatever their protocols. ``None`` for mutable data (a folder may change)."""
+    if not reusable_by_request(request):
+        return None
+    payload = {part: request[part] for part in ("model", "dataset", "sampling")}
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()

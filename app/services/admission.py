@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from zootriage.app.db.run_key import request_key, reusable_by_request
-from zootriage.app.references import upload_file
+from zootriage.app.references import upload_of
 from zootriage.app.schemas.jobs import JobRequest
 from zootriage.app.settings import Settings
+from zootriage.app.storage import upload_store
 from zootriage.core.data.archives import ArchiveLimits
 from zootriage.core.data.checks import check_dataset
 from zootriage.core.data.refs import PER_CLASS_MAX, Sampling
@@ -62,8 +63,8 @@ def admit(body: JobRequest, settings: Settings) -> Admitted:
     """The normalised request and its key, or the ``ZooError`` (a 4xx) that refuses it."""
     canonical = canonical_model(body.model)
     if isinstance(canonical, CheckpointRef):
-        stored = upload_file(canonical, settings.effective_upload_dir)
-        canonical = canonical.model_copy(update={"path": stored.name})
+        stored = upload_of(canonical, upload_store(settings))
+        canonical = canonical.model_copy(update={"path": stored.rsplit("/", 1)[-1]})
     classes = check_dataset(body.dataset, body.sampling, settings.effective_data_roots, ArchiveLimits())
     # Unknown class counts (a folder sampled whole) are taken at GLUE's minimum of 2 here.
     cost = glue_cost(classes or 2, body.sampling, body.protocol)

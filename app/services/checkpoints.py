@@ -2,12 +2,14 @@
 
 The API process never opens an upload with a torch loader and never builds a model: whether a
 state_dict fits its architecture, or a program runs, is learnt when a job loads it in the worker's
-isolated child (``core.isolation``). Files are kept as ``<sha256><suffix>`` in the upload folder
-(see ``app.references``).
+isolated child (``core.isolation``). An accepted file goes into the shared store under its content
+address ``uploads/<sha256><suffix>`` (``app.references.upload_key``), where a worker on any host
+fetches it; the API host's upload folder only holds the file while it arrives.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from dataclasses import dataclass
@@ -20,10 +22,11 @@ from sqlalchemy.orm import Session
 from zootriage.app.db.checkpoint_queries import save_checkpoint, stored_checkpoint
 from zootriage.app.db.models import Checkpoint
 from zootriage.app.labels import BadLabel, check_name, parse_tags
-from zootriage.app.references import CANONICAL_SUFFIX, FORMATS, stored_path
+from zootriage.app.references import CANONICAL_SUFFIX, FORMATS, upload_key
 from zootriage.app.schemas.checkpoints import CheckpointOut
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.uploads import ReceivedFile
+from zootriage.core.storage import Store
 from zootriage.core.zoo.archive_check import check_file, program_extra
 from zootriage.core.zoo.preprocess import Preprocess
 from zootriage.core.zoo.program_metadata import LABEL_SPACE, METADATA_FILE, ProgramMetadata, parse_metadata
@@ -137,10 +140,11 @@ def _again(existing: Checkpoint, upload: Checkpoint) -> Accepted:
     )
 
 
-def accept(session: Session, folder: Path, received: ReceivedFile) -> Accepted:
-    """Check a received upload (form fields, then the static check of the file), store it under its
-    content hash and record it; the same bytes again answer with the stored record. Blocking: the
-    router runs it in a worker thread. The received temporary file is the caller's to remove."""
+def accept(session: Session, store: Store, received: ReceivedFile) -> Accepted:
+    """Check a received upload (form fields, then the static check of the file), put it into ``store``
+    under its content address and record it; the same bytes again answer with the stored record.
+    Blocking: the router runs it in a worker thread. The received temporary file is the caller's to
+    remove (a local store on the same disk takes it by a rename)."""
     suffix = suffix_of(received.filename)
     library = received.fields.get("library") or None
     architecture = received.fields.get("architecture") or None
@@ -162,7 +166,15 @@ def accept(session: Session, folder: Path, received: ReceivedFile) -> Accepted:
     existing = stored_checkpoint(session, received.sha256)
     if existing is not None:
         return _again(existing, row)
-    received.path.replace(stored_path(folder, received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]]))
+    # The object before the row: a row always names bytes a worker can fetch. Two racing uploads of
+    # the same bytes put the same object (idempotent by content) and one row wins below.
+    key = upload_key(received.sha256, CANONICAL_SUFFIX[FORMATS[suffix]])
+    try:
+        store.put_file(key, received.path, consume=True)
+    except Exception as exc:  # a full disk, an object store away: the server's state, not the client's
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ServiceError(507, "insufficient_storage", "no space left for uploads") from exc
+        raise ServiceError(503, "storage_unavailable", "the upload store did not take the file") from exc
     winner = save_checkpoint(session, row)
     if winner is not None:
         return _again(winner, row)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -24,13 +25,14 @@ from sqlalchemy.orm import Session
 from zootriage.app.db import job_queries
 from zootriage.app.db.job_queries import (
     active_job,
+    extraction_of,
     job_by_id,
     job_by_idempotency_key,
     mark_cancelled,
     newest_run_of_request,
 )
 from zootriage.app.db.models import Job, JobStatus, Run
-from zootriage.app.db.run_key import canonical_json
+from zootriage.app.db.run_key import canonical_json, extraction_key
 from zootriage.app.queue import enqueue_score, revoke
 from zootriage.app.schemas.jobs import JobRequest
 from zootriage.app.services.admission import Admitted, admit
@@ -77,6 +79,7 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         return Submitted(run=run)
     if (job := active_job(session, key)) is not None:
         return Submitted(job=job)
+    extraction = extraction_key(admitted.request)
     job = Job(
         request_key=key,
         request=admitted.request,
@@ -85,6 +88,8 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         status=JobStatus.queued.value,
         name=inherited.name,
         tags=inherited.tags,
+        extraction_key=extraction,
+        features=_reused_extraction(session, extraction),
     )
     session.add(job)
     try:
@@ -93,12 +98,20 @@ def submit(session: Session, settings: Settings, body: JobRequest, idempotency_k
         session.rollback()
         return _after_race(session, admitted, idempotency_key, request_hash)
     try:
-        enqueue_score(settings, str(job.id))
+        enqueue_score(settings, str(job.id), (job.features or {}).get("cache_key"))
     except Exception:
         session.rollback()
         raise
     session.commit()
     return Submitted(job=job)
+
+
+def _reused_extraction(session: Session, extraction: str | None) -> dict[str, Any] | None:
+    """The extraction record of an earlier job on the same model, data and sample (another protocol,
+    say), so this one starts at the marker stage: its features come from the cache (no stage time of
+    its own yet), extracted by the worker the record names."""
+    found = extraction_of(session, extraction) if extraction is not None else None
+    return None if found is None else {**found, "features_cached": True, "timings": {}}
 
 
 def _after_race(

@@ -6,7 +6,9 @@ message (a Redis restart without persistence), or the task spent its retry budge
 outage (the message is acked, the row still says running). ``sweep`` is one pure pass over the
 jobs table that repairs all three:
 
-- running, no heartbeat for ``heartbeat_grace_s``: put back to queued and published again, unless
+- running, no heartbeat for ``heartbeat_grace_s``: put back to queued and published again (to the
+  marker stage when the job's features are in the cache, so a lost CPU worker costs no second
+  extraction; ``app.queue.enqueue_score``), unless
   it already had ``job_max_attempts`` claims (``worker_lost``) or its time since the first claim
   is past ``job_time_limit_s`` (``time_limit``);
 - running past ``job_time_limit_s + heartbeat_grace_s`` since its first claim, heartbeat or not:
@@ -125,6 +127,7 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
     """One pass: fail what is hopeless, requeue what was lost, publish again what was never claimed."""
     now = now or datetime.now(UTC)
     done = Sweep()
+    features: dict[uuid.UUID, str | None] = {}
     with session_scope(settings.effective_database_url) as session:
         for job in _take(session, or_(_lost(settings, now), _unclaimed(settings, now))):
             verdict = _verdict(settings, job, now)
@@ -133,11 +136,16 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
                 job.error_code, job.error_message = verdict
                 done.failed[job.id] = verdict[0]
                 continue
-            (done.requeued if job.status == JobStatus.running.value else done.republished).append(job.id)
-            job.status, job.stage, job.heartbeat_at = JobStatus.queued.value, None, now
+            if job.status == JobStatus.running.value:
+                done.requeued.append(job.id)
+                job.stage = None  # a lost stage: its next claim counts as another attempt
+            else:
+                done.republished.append(job.id)  # the stage it waits for stays (``extracted``)
+            job.status, job.heartbeat_at = JobStatus.queued.value, now
+            features[job.id] = (job.features or {}).get("cache_key")
     for job_id in done.requeued + done.republished:
-        try:
-            enqueue_score(settings, str(job_id))
+        try:  # to the marker stage when its features are in the cache: no second extraction
+            enqueue_score(settings, str(job_id), features[job_id])
         except Exception as exc:  # the broker is away: queued, published again after the grace
             log.warning("reaper: job %s not published (%s)", job_id, type(exc).__name__)
     if done.requeued or done.republished or done.failed:

@@ -7,14 +7,25 @@ standard ``AWS_ENDPOINT_URL``; credentials from the standard AWS variables).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import ParseResult, parse_qs, urlparse
 
 from zootriage.app.settings import Settings
-from zootriage.core.feature_cache import FeatureCache
-from zootriage.core.storage import LocalStore, Store
+from zootriage.core.storage import LocalStore, Store, feature_entry
 
-__all__ = ["check_storage_url", "feature_cache", "open_store"]
+if TYPE_CHECKING:  # the API checks the store without importing torch (which the cache's arrays need)
+    from zootriage.core.feature_cache import FeatureCache
+
+__all__ = [
+    "check_storage_url",
+    "feature_cache",
+    "feature_store",
+    "features_stored",
+    "open_store",
+    "upload_store",
+]
 
 
 def check_storage_url(url: str) -> ParseResult:
@@ -35,8 +46,15 @@ def open_store(url: str | None, default_root: Path) -> Store:
     parsed = check_storage_url(url)
     if parsed.scheme == "file":
         return LocalStore(Path(parsed.path))
+    return _s3_store(url)
+
+
+@lru_cache(maxsize=8)
+def _s3_store(url: str) -> Store:
+    """One client per URL and process (boto3 clients are thread-safe; making one costs ~0.1 s)."""
     from zootriage.app.storage.s3 import S3Store
 
+    parsed = urlparse(url)
     query = parse_qs(parsed.query)
     return S3Store(
         parsed.netloc,
@@ -46,12 +64,29 @@ def open_store(url: str | None, default_root: Path) -> Store:
     )
 
 
+def upload_store(settings: Settings) -> Store:
+    """Where accepted uploads live (``uploads/<sha256><suffix>``): the object store of
+    ``storage_url``, else the local store under the state dir (``<state_dir>/uploads/``), which the
+    API and an embedded worker share. ``upload_dir`` is only each host's scratch space."""
+    return open_store(settings.storage_url, settings.state_dir.resolve())
+
+
+def feature_store(settings: Settings) -> Store:
+    """Where the feature cache's entries live: the object store of ``storage_url``, else the local
+    ``cache_dir``."""
+    return open_store(settings.storage_url, settings.effective_cache_dir)
+
+
+def features_stored(settings: Settings, cache_key: str) -> bool:
+    """Whether the feature cache holds an entry (a HEAD request, no download, no torch)."""
+    return feature_store(settings).exists(feature_entry(cache_key))
+
+
 def feature_cache(settings: Settings) -> FeatureCache:
     """The workers' feature cache: the local ``cache_dir``, or the object store of ``storage_url``
     (with ``cache_dir`` for temporary downloads)."""
+    from zootriage.core.feature_cache import FeatureCache
+
     if not settings.storage_url:
         return FeatureCache.folder(settings.effective_cache_dir)
-    return FeatureCache(
-        open_store(settings.storage_url, settings.effective_cache_dir),
-        settings.effective_cache_dir / ".scratch",
-    )
+    return FeatureCache(feature_store(settings), settings.effective_cache_dir / ".scratch")

@@ -3,7 +3,14 @@
 The S3-compatible store of a deployment is ``app.storage.s3.S3Store`` (it needs boto3; core does not).
 """
 
-from zootriage.core.storage.base import Corrupt, NotFound, StorageError, Store, content_key
+from zootriage.core.storage.base import (
+    Corrupt,
+    NotFound,
+    StorageError,
+    Store,
+    content_key,
+    feature_entry,
+)
 from zootriage.core.storage.local import LocalStore
 
-__all__ = ["Corrupt", "LocalStore", "NotFound", "StorageError", "Store", "content_key"]
+__all__ = ["Corrupt", "LocalStore", "NotFound", "StorageError", "Store", "content_key", "feature_entry"]

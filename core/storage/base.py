@@ -63,6 +63,11 @@ def content_key(namespace: str, sha256: str, suffix: str = "") -> str:
     return check_key(f"{namespace}/{sha256}{suffix}")
 
 
+def feature_entry(cache_key: str) -> str:
+    """The key of a feature-cache entry (``core.feature_cache``): ``features/<cache key>.npz``."""
+    return check_key(f"features/{cache_key}.npz")
+
+
 def addressed_sha256(key: str) -> str | None:
     """The sha256 a content-addressed key names (its file name's stem), else None. Only the
     namespaces in ``CONTENT_ADDRESSED`` are named by content (a feature-cache key is a hash of the

@@ -86,14 +86,17 @@ def run_job(
 ) -> dict[str, Any]:
     """Submit through the API and run the task in this process (the real worker code and child)."""
     import zootriage.app.services.jobs as jobs
+    import zootriage.worker.runner as runner
     import zootriage.worker.tasks as tasks
 
-    monkeypatch.setattr(jobs, "enqueue_score", lambda _settings, _job_id: None)
+    monkeypatch.setattr(jobs, "enqueue_score", lambda _settings, _job_id, _key=None: None)
+    monkeypatch.setattr(runner, "publish", lambda _settings, _task, _job_id: None)
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
     request = {"model": model, "dataset": {"source": "builtin", "name": "mnist"},
                "sampling": {"per_class": 3, "split": "test"}}
     submitted = client.post("/v1/jobs", json=request)
     assert submitted.status_code == 202, submitted.text
     job_id = submitted.json()["id"]
-    assert tasks.score_job.apply(args=[job_id]).state == "SUCCESS"
+    assert tasks.extract_features.apply(args=[job_id]).state == "SUCCESS"  # both stages, in turn
+    assert tasks.compute_markers.apply(args=[job_id]).state == "SUCCESS"
     return dict(client.get(f"/v1/jobs/{job_id}").json())

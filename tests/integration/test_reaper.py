@@ -17,7 +17,7 @@ from tests.integration.databases import migrate, scratch_database
 from zootriage.app.db.models import Job, JobStatus
 from zootriage.app.db.session import session_scope
 from zootriage.app.main import create_app
-from zootriage.app.queue import SCORE_QUEUE
+from zootriage.app.queue import GPU_QUEUE
 from zootriage.app.services.reaper import sweep
 from zootriage.app.settings import Settings
 
@@ -42,7 +42,7 @@ def reaping(settings: Settings, redis_server: str) -> Iterator[Settings]:
                 "job_max_attempts": 3,
             }
         )
-        redis.Redis.from_url(broker).delete(SCORE_QUEUE)
+        redis.Redis.from_url(broker).delete(GPU_QUEUE)
 
 
 def add_job(
@@ -65,7 +65,7 @@ def add_job(
 
 
 def published(broker: str) -> list[str]:
-    messages = redis.Redis.from_url(broker).lrange(SCORE_QUEUE, 0, -1)
+    messages = redis.Redis.from_url(broker).lrange(GPU_QUEUE, 0, -1)
     return [json.loads(raw)["headers"]["id"] for raw in messages]
 
 

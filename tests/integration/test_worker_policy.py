@@ -27,10 +27,10 @@ def test_an_unreachable_database_is_retried_until_max_retries(
     monkeypatch.setattr(tasks, "get_settings", lambda: unreachable)
     claims: list[uuid.UUID] = []
     real_claim = tasks.claim
-    monkeypatch.setattr(tasks, "claim", lambda s, job: claims.append(job) or real_claim(s, job))
-    result = tasks.score_job.apply(args=[str(uuid.uuid4())])
+    monkeypatch.setattr(tasks, "claim", lambda s, job, stage: claims.append(job) or real_claim(s, job, stage))
+    result = tasks.extract_features.apply(args=[str(uuid.uuid4())])
     assert result.state == "FAILURE"
-    assert len(claims) == 1 + tasks.score_job.max_retries
+    assert len(claims) == 1 + tasks.extract_features.max_retries
 
 
 @pytest.mark.parametrize(
@@ -49,10 +49,10 @@ def test_bad_input_or_the_time_limit_fail_the_job_once_with_a_code(
         raise raised
 
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
-    monkeypatch.setattr(tasks, "claim", lambda s, j: Claimed(j, "k", {}, time.monotonic()))
-    monkeypatch.setattr(tasks, "compute", compute)
+    monkeypatch.setattr(tasks, "claim", lambda s, j, stage: Claimed(j, "k", {}, time.monotonic()))
+    monkeypatch.setattr(tasks, "extract", compute)
     monkeypatch.setattr(tasks, "fail", lambda s, j, code, message: failures.append((j, code)))
-    result = tasks.score_job.apply(args=[str(job)])
+    result = tasks.extract_features.apply(args=[str(job)])
     assert result.state == "SUCCESS"
     assert attempts == [1]
     assert failures == [(job, code)]
@@ -92,8 +92,8 @@ def test_a_failing_job_shows_no_traceback_and_no_path(
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
     for compute, code in ((buggy, "internal_error"), (bad_image, "bad_image")):
         job = queued_job(clean_db)
-        monkeypatch.setattr(tasks, "compute", compute)
-        assert tasks.score_job.apply(args=[str(job)]).state == "SUCCESS"
+        monkeypatch.setattr(tasks, "extract", compute)
+        assert tasks.extract_features.apply(args=[str(job)]).state == "SUCCESS"
         row = stored(clean_db, job)
         assert (row.status, row.error_code) == ("failed", code)
         assert row.error_message is not None
@@ -119,8 +119,8 @@ def test_the_heartbeat_stamps_a_running_job_until_the_task_ends(
 
     quick = settings.model_copy(update={"heartbeat_interval_s": 0.1})
     monkeypatch.setattr(tasks, "get_settings", lambda: quick)
-    monkeypatch.setattr(tasks, "compute", slow)
-    tasks.score_job.apply(args=[str(job)])
+    monkeypatch.setattr(tasks, "extract", slow)
+    tasks.extract_features.apply(args=[str(job)])
     assert all(beat is not None for beat in beats)
     assert beats[0] < beats[1] < beats[2]  # type: ignore[operator]
     assert stored(clean_db, job).status == "failed"
