@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     job_max_retries: int = 10
     job_retry_backoff_max_s: int = 120
     gpus: int | None = None
+    # Jobs of one sweep published at a time (app/services/sweep_queue.py): the next is published when
+    # one finishes, so a sweep never fills the queue ahead of other users' jobs.
+    sweep_in_flight: int = Field(default=2, ge=1, le=64)
     # sha256 hashes of API keys given by the deployment (``zootriage create-api-key --no-store``), on
     # top of those the command stored in the database; never the keys themselves.
     api_key_hashes: Annotated[list[str], NoDecode] = Field(default_factory=list)

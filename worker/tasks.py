@@ -7,6 +7,8 @@
   once the database is back the reaper (app/services/reaper.py) requeues or fails it;
 - a cancel (the job row left "running", seen by a progress write or the marker stage's cancel
   check) stops quietly; the time limit fails the job with its code;
+- after any of these (not before a retry), the job's sweep, if any, publishes its next job
+  (``app.services.sweep_queue``);
 - anything else is a bug: the job fails as ``internal_error`` with a message that names the job id
   and nothing else; the traceback goes to the worker log only.
 
@@ -24,7 +26,8 @@ from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from zootriage.app.queue import SCORE_TASK
-from zootriage.app.settings import get_settings
+from zootriage.app.services.sweep_queue import publish_after
+from zootriage.app.settings import Settings, get_settings
 from zootriage.core.errors import Cancelled, ZooError
 from zootriage.worker.celery_app import celery_app
 from zootriage.worker.heartbeat import Heartbeat
@@ -48,8 +51,19 @@ _settings = get_settings()
     max_retries=_settings.job_max_retries,
 )
 def score_job(job_id: str) -> None:
+    """Score the job, then (whatever its outcome, unless it is retried) let its sweep publish the
+    next one: the one place where the worker's jobs reach a final state."""
     settings = get_settings()
     job = uuid.UUID(job_id)
+    _score(settings, job)
+    try:
+        publish_after(settings, job)
+    except Exception as exc:  # the database or broker is away: the reaper's pass publishes it later
+        log.warning("job %s: its sweep's next job not published (%s)", job_id, type(exc).__name__)
+
+
+def _score(settings: Settings, job: uuid.UUID) -> None:
+    job_id = str(job)
     claimed = claim(settings, job)
     if claimed is None:
         return

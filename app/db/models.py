@@ -190,7 +190,9 @@ class Job(Base):
     duration_s: Mapped[float | None] = mapped_column(Float)
     # The sweep that created it (its in-flight limit governs when the task is published), and when the
     # task was first published: None while a sweep holds the job back (``app.services.sweep_queue``).
-    sweep_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("sweeps.id", ondelete="SET NULL"), index=True)
+    sweep_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sweeps.id", ondelete="SET NULL"), index=True
+    )
     published_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
