@@ -9,7 +9,7 @@ published ``settings.sweep_in_flight`` at a time (``app.services.sweep_queue``).
 
 Status and progress are read from the jobs, never stored twice. A job's progress through its stages
 is a fraction ``f`` in [0, 1]: 0 while held or queued, 1 once final (or for a stored run), and while
-running in stage ``i`` of the ``K`` ordered stages ``(sample, extract, markers)`` with ``done`` of
+running in stage ``i`` of the ``K`` ordered stages ``STAGES`` with ``done`` of
 ``total`` steps, ``f = (i + done / total) / K`` (an unknown stage counts as 0). The sweep's fraction
 is the mean of ``f`` over its models. When no job is left to run, the finished runs are ranked with
 the rankings service (``rankings.ranked``): the rule's uncertainty-aware order, ties it cannot decide
@@ -61,7 +61,8 @@ from zootriage.core.errors import ZooError
 from zootriage.core.zoo.refs import validate_model_ref
 from zootriage.core.zoo.sweep_models import listed, timm_filter, v1_v2_preset
 
-STAGES = ("sample", "extract", "markers")
+# The stages ``core.scoring`` reports, in order (``load_model`` from its extraction child).
+STAGES = ("sample", "load_model", "extract", "markers")
 FINAL = {JobStatus.succeeded.value, JobStatus.failed.value, JobStatus.cancelled.value}
 ACTIVE = {"held", *(s.value for s in ACTIVE_STATUSES)}
 
