@@ -15,6 +15,7 @@ our commit and then find our job, so N identical posts queue one computation.
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,6 +40,8 @@ from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.inherit import inherit
 from zootriage.app.services.sweep_queue import publish_after
 from zootriage.app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -109,9 +112,11 @@ def create(
     key = admitted.request_key
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
-    if (job := active_job(session, key)) is not None:
-        return Submitted(job=job)
     now = datetime.now(UTC)
+    if (job := active_job(session, key)) is not None:
+        if sweep_id is None and job.published_at is None and job.sweep_id is not None:
+            _publish_held(session, settings, job, now)
+        return Submitted(job=job)
     job = Job(
         request_key=key,
         request=admitted.request,
@@ -137,6 +142,17 @@ def create(
             raise
     session.commit()
     return Submitted(job=job)
+
+
+def _publish_held(session: Session, settings: Settings, job: Job, now: datetime) -> None:
+    """Someone asked for a job a sweep still holds back: it is theirs too now, so it is published at
+    once rather than when the sweep gets to it (its sweep then has one more in flight for a while)."""
+    job.published_at = job.heartbeat_at = now
+    session.commit()
+    try:
+        enqueue_score(settings, str(job.id))
+    except Exception:  # the broker is away: the reaper publishes it again after the queue grace
+        log.warning("job %s: not published", job.id)
 
 
 def _after_race(

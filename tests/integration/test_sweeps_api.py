@@ -18,6 +18,7 @@ from tests.integration.stack import TRIAGE_UPLOAD_LIMIT
 from zootriage.app.db.models import Job, JobStatus, Sweep
 from zootriage.app.db.session import session_scope
 from zootriage.app.main import create_app
+from zootriage.app.services import jobs as job_service
 from zootriage.app.services import reaper, sweep_queue
 from zootriage.app.settings import Settings
 
@@ -35,6 +36,7 @@ def own(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S
     job ids the sweep queue publishes (nothing reaches a broker)."""
     published: list[str] = []
     monkeypatch.setattr(sweep_queue, "enqueue_score", lambda _settings, job_id: published.append(job_id))
+    monkeypatch.setattr(job_service, "enqueue_score", lambda _settings, job_id: published.append(job_id))
     with scratch_database() as url:
         migrate(url)
         yield (
@@ -190,3 +192,19 @@ def test_the_reaper_repairs_a_lost_publish_hook(
     assert [str(job) for job in reaper.sweep(settings).published] == [jobs[2]]
     assert published == jobs
     assert reaper.sweep(settings).published == []
+
+
+def test_asking_for_a_held_job_publishes_it_at_once(
+    http: TestClient, own: tuple[Settings, list[str]], models: list[dict[str, Any]]
+) -> None:
+    """A user submitting exactly what a sweep holds back joins that job, and does not wait for the sweep."""
+    settings, published = own
+    sweep = http.post("/v1/sweeps", json={"models": models, **SCORING}).json()
+    jobs = [member["job"]["id"] for member in sweep["jobs"]]
+    assert published == jobs[:2]
+    single = http.post("/v1/jobs", json={"model": models[2], **SCORING})
+    assert single.status_code == 202 and single.json()["id"] == jobs[2]
+    assert published == jobs
+    state = http.get(f"/v1/sweeps/{sweep['id']}").json()
+    assert state["progress"]["counts"] == {"queued": 3}
+    assert count(settings.effective_database_url, Job) == 3
