@@ -8,7 +8,9 @@ finished. The 2-worker sweep runs first (colder caches: the conservative order) 
 the 1-worker sweep on seed 0, so neither reuses the other's runs or cached features. With the default
 ``sweep_in_flight`` = 2 both workers have a job of the sweep to take at any time.
 
-Goal: time(2 workers) / time(1 worker) <= 0.6.
+Goal: time(2 workers) / time(1 worker) <= 0.6. Each sweep also prints its jobs' mean duration and how
+many ran at once, which tells a queue that did not spread (at most 1 at once) from workers that shared
+too few cores (2 at once, each job slower).
 
     .venv/bin/python benchmarks/sweep_scaleout.py                         # the benchmark (16 models)
     .venv/bin/python benchmarks/sweep_scaleout.py --models 4 --per-class 5  # a quick check
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,7 @@ from zootriage.app.migrate import upgrade_to_head  # noqa: E402
 
 
 def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(command, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    return subprocess.Popen(command, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
 
 
 def wait_for(what: str, ready: Any, process: subprocess.Popen[bytes], timeout: float = 300) -> None:
@@ -113,6 +116,13 @@ def timed_sweep(http: httpx.Client, models: list[dict[str, Any]], seed: int, per
     counts = sweep["progress"]["counts"]
     if counts != {"succeeded": len(models)}:
         raise SystemExit(f"sweep {sweep_id} ended with {counts}")
+    jobs = [member["job"] for member in sweep["jobs"]]
+    spans = sorted(
+        (datetime.fromisoformat(j["started_at"]), datetime.fromisoformat(j["finished_at"])) for j in jobs
+    )
+    overlap = max(sum(1 for s, f in spans if s <= start < f) for start, _ in spans)
+    busy = sum((f - s).total_seconds() for s, f in spans)
+    print(f"  jobs: {busy / len(jobs):.1f} s each on average, at most {overlap} running at once", flush=True)
     return took
 
 
@@ -120,6 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=16, help="models in the sweep")
     parser.add_argument("--per-class", type=int, default=20, help="MNIST test images per digit")
+    parser.add_argument("--keep", action="store_true", help="keep the logs folder")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="zt-sweep-bench-"))
@@ -176,7 +187,10 @@ def main() -> None:
     ratio = times[2] / times[1]
     verdict = "ok" if ratio <= 0.6 else "MISSED"
     print(f"2 workers / 1 worker: {ratio:.2f} (goal <= 0.6) {verdict}")
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"logs: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
