@@ -21,6 +21,7 @@ from zootriage.app.api import (
     rankings,
     recommendations,
     runs,
+    sweeps,
 )
 from zootriage.app.api.capacity import DbSlots
 from zootriage.app.api.deps import MetricsAccess, ReadAccess
@@ -70,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     app.include_router(health.router)
-    for module in (checkpoints, jobs, runs, backtests, recommendations, rankings, gates, api_keys):
+    for module in (checkpoints, jobs, sweeps, runs, backtests, recommendations, rankings, gates, api_keys):
         app.include_router(module.router, dependencies=[ReadAccess])
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     # The stage queues a ``zootriage worker`` consumes (app/queue.py): ``gpu`` (extraction) and ``cpu``
     # (markers). Both by default, so one worker does everything; a GPU host may take ``gpu`` only.
     worker_queues: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["gpu", "cpu"])
+    # Jobs of one sweep published at a time (app/services/sweep_queue.py): the next is published when
+    # one finishes, so a sweep never fills the queue ahead of other users' jobs.
+    sweep_in_flight: int = Field(default=2, ge=1, le=64)
     # sha256 hashes of API keys given by the deployment (``zootriage create-api-key --no-store``), on
     # top of those the command stored in the database; never the keys themselves.
     api_key_hashes: Annotated[list[str], NoDecode] = Field(default_factory=list)

@@ -11,6 +11,9 @@
   once the database is back the reaper (app/services/reaper.py) requeues or fails it;
 - a cancel (the job row left "running", seen by a progress write or the marker stage's cancel
   check) stops quietly; the time limit (per stage) fails the job with its code;
+- after either task (not before a retry), the job's sweep, if any, publishes its next job
+  (``app.services.sweep_queue``): a sweep counts a handed-over job as still in flight, so only a
+  final state makes room;
 - anything else is a bug: the job fails as ``internal_error`` with a message that names the job id
   and nothing else; the traceback goes to the worker log only.
 
@@ -32,6 +35,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK
+from zootriage.app.services.sweep_queue import publish_after
 from zootriage.app.settings import Settings, get_settings
 from zootriage.core.errors import Cancelled, ZooError
 from zootriage.worker.celery_app import celery_app
@@ -102,10 +106,12 @@ def extract_features(self: Task, job_id: str) -> None:
     job = uuid.UUID(job_id)
     claimed = claim(settings, job, EXTRACT)
     if claimed is None:
+        sweep_goes_on(settings, job)
         return
     extracted = guarded(settings, job, lambda: extract(settings, claimed))
     if extracted is not None:
         hand_over(settings, claimed, extracted, worker_name(self))
+    sweep_goes_on(settings, job)
 
 
 @celery_app.task(name=MARKERS_TASK, **_POLICY)
@@ -114,6 +120,7 @@ def compute_markers(self: Task, job_id: str) -> None:
     job = uuid.UUID(job_id)
     claimed = claim(settings, job, MARKERS)
     if claimed is None:
+        sweep_goes_on(settings, job)
         return
     if claimed.features is None:  # a stale message for a job with no extraction record
         send_back(settings, job)
@@ -121,3 +128,12 @@ def compute_markers(self: Task, job_id: str) -> None:
     result = guarded(settings, job, lambda: markers(settings, claimed))
     if result is not None:
         store(settings, claimed, result, worker_name(self))
+    sweep_goes_on(settings, job)
+
+
+def sweep_goes_on(settings: Settings, job: uuid.UUID) -> None:
+    """Let the job's sweep, if any, publish its next job (after a task, never before a retry)."""
+    try:
+        publish_after(settings, job)
+    except Exception as exc:  # the database or broker is away: the reaper's pass publishes it later
+        log.warning("job %s: its sweep's next job not published (%s)", job, type(exc).__name__)

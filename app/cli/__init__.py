@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from zootriage.app.cli import api_keys, backtest, browse, client, export, score, service, study, study2
+from zootriage.app.cli import api_keys, backtest, browse, client, export, score, service, study, study2, sweep
 from zootriage.app.cli.extras import extra_for
 
 app = typer.Typer(
@@ -26,6 +26,7 @@ score.register(app)
 service.register(app)
 study.register(app)
 study2.register(app)
+sweep.register(app)
 
 
 def main() -> None:

@@ -194,6 +194,53 @@ class Job(Base):
     # hash(model, dataset, sampling) of a request on immutable data (``app.db.run_key.extraction_key``):
     # a new job with the key of an extracted one starts at the marker stage.
     extraction_key: Mapped[str | None] = mapped_column(String(64), index=True)
+    # The sweep that created it (its in-flight limit governs when the task is published), and when the
+    # task was first published: None while a sweep holds the job back (``app.services.sweep_queue``).
+    sweep_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("sweeps.id", ondelete="SET NULL"), index=True
+    )
+    published_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class Sweep(Base):
+    """One request scoring many models on one dataset, sampling and protocol: one job per model, of
+    which at most ``settings.sweep_in_flight`` are published at a time; the ranking is computed when
+    every job has finished. Status and progress are read from the jobs, never stored twice."""
+
+    __tablename__ = "sweeps"
+    __table_args__ = (Index("ix_sweeps_created_at_id", "created_at", "id"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    name: Mapped[str | None] = mapped_column(String(NAME_CHARS))
+    tags: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default=text("'{}'"))
+    # How the models were asked for: {"models": [...]}, {"preset": "v1v2"} or {"timm_filter": "..."}.
+    selection: Mapped[dict[str, Any]]
+    dataset: Mapped[dict[str, Any]]
+    sampling: Mapped[dict[str, Any]]
+    protocol: Mapped[Protocol]
+    rule: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    cancelled_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+    members: Mapped[list[SweepMember]] = relationship(
+        back_populates="sweep", cascade="all, delete-orphan", order_by="SweepMember.position", lazy="raise"
+    )
+
+
+class SweepMember(Base):
+    """One model of a sweep, in the order given: the job computing it (the sweep's own, or an identical
+    active job it joined), or the run already stored for it when the sweep was created."""
+
+    __tablename__ = "sweep_members"
+
+    sweep_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("sweeps.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(primary_key=True)
+    model: Mapped[dict[str, Any]]
+    label: Mapped[str | None] = mapped_column(String(NAME_CHARS))
+    job_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), index=True)
+    run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+
+    sweep: Mapped[Sweep] = relationship(back_populates="members")
 
 
 class ApiKey(Base):

@@ -15,8 +15,10 @@ our commit and then find our job, so N identical posts queue one computation.
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -38,7 +40,10 @@ from zootriage.app.schemas.jobs import JobRequest
 from zootriage.app.services.admission import Admitted, admit
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.inherit import inherit
+from zootriage.app.services.sweep_queue import publish_after
 from zootriage.app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,43 +72,86 @@ def _replay(session: Session, idempotency_key: str, request_hash: str) -> Submit
     return Submitted(job=job)
 
 
-def submit(session: Session, settings: Settings, body: JobRequest, idempotency_key: str | None) -> Submitted:
+@dataclass(frozen=True)
+class Prepared:
+    """A request that passed admission, with what its job row will carry."""
+
+    admitted: Admitted
+    request_hash: str
+    name: str | None
+    tags: dict[str, str]
+
+
+def request_hash_of(body: JobRequest) -> str:
     # The body's models fill in every default, so spelling a default out is the same request.
-    request_hash = hashlib.sha256(canonical_json(body.model_dump(mode="json")).encode()).hexdigest()
-    if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash)):
-        return replayed
+    return hashlib.sha256(canonical_json(body.model_dump(mode="json")).encode()).hexdigest()
+
+
+def prepare(session: Session, settings: Settings, body: JobRequest) -> Prepared:
+    """Admit a request (``app.services.admission``; a 4xx ``ZooError`` refuses it) without writing."""
     inherited = inherit(session, body)
     admitted = admit(inherited.body, settings)
+    return Prepared(admitted, request_hash_of(body), inherited.name, dict(inherited.tags))
+
+
+def submit(session: Session, settings: Settings, body: JobRequest, idempotency_key: str | None) -> Submitted:
+    if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash_of(body))):
+        return replayed
+    return create(session, settings, prepare(session, settings, body), idempotency_key)
+
+
+def create(
+    session: Session,
+    settings: Settings,
+    prepared: Prepared,
+    idempotency_key: str | None = None,
+    sweep_id: uuid.UUID | None = None,
+) -> Submitted:
+    """The stored run, the active job of the same request, or a new job. A new job of a sweep is held
+    (``published_at`` None: ``app.services.sweep_queue`` publishes it when the sweep has room); any
+    other new job is published at once."""
+    admitted = prepared.admitted
     key = admitted.request_key
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
+    now = datetime.now(UTC)
     if (job := active_job(session, key)) is not None:
+        if sweep_id is None and job.published_at is None and job.sweep_id is not None:
+            _publish_held(session, settings, job, now)
         return Submitted(job=job)
     extraction = extraction_key(admitted.request)
     job = Job(
         request_key=key,
         request=admitted.request,
-        request_hash=request_hash,
+        request_hash=prepared.request_hash,
         idempotency_key=idempotency_key,
         status=JobStatus.queued.value,
-        name=inherited.name,
-        tags=inherited.tags,
+        name=prepared.name,
+        tags=prepared.tags,
         extraction_key=extraction,
         features=_reused_extraction(session, extraction),
+        sweep_id=sweep_id,
+        published_at=None if sweep_id is not None else now,
     )
     session.add(job)
     try:
         session.flush()
     except IntegrityError:
         session.rollback()
-        return _after_race(session, admitted, idempotency_key, request_hash)
-    try:
-        enqueue_score(settings, str(job.id), (job.features or {}).get("cache_key"))
-    except Exception:
-        session.rollback()
-        raise
+        return _after_race(session, admitted, idempotency_key, prepared.request_hash)
+    if sweep_id is None:
+        try:
+            publish(settings, job)
+        except Exception:
+            session.rollback()
+            raise
     session.commit()
     return Submitted(job=job)
+
+
+def publish(settings: Settings, job: Job) -> None:
+    """Publish the job's next stage: markers when its extraction record names cached features."""
+    enqueue_score(settings, str(job.id), (job.features or {}).get("cache_key"))
 
 
 def _reused_extraction(session: Session, extraction: str | None) -> dict[str, Any] | None:
@@ -112,6 +160,17 @@ def _reused_extraction(session: Session, extraction: str | None) -> dict[str, An
     its own yet), extracted by the worker the record names."""
     found = extraction_of(session, extraction) if extraction is not None else None
     return None if found is None else {**found, "features_cached": True, "timings": {}}
+
+
+def _publish_held(session: Session, settings: Settings, job: Job, now: datetime) -> None:
+    """Someone asked for a job a sweep still holds back: it is theirs too now, so it is published at
+    once rather than when the sweep gets to it (its sweep then has one more in flight for a while)."""
+    job.published_at = job.heartbeat_at = now
+    session.commit()
+    try:
+        publish(settings, job)
+    except Exception:  # the broker is away: the reaper publishes it again after the queue grace
+        log.warning("job %s: not published", job.id)
 
 
 def _after_race(
@@ -149,4 +208,5 @@ def cancel(session: Session, settings: Settings, job: Job) -> Job:
         raise ServiceError(409, "job_finished", f"job {job.id} is already {job.status}")
     session.refresh(job)
     revoke(settings, str(job.id))
+    publish_after(settings, job.id)
     return job

@@ -3,6 +3,8 @@ stored)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlalchemy.orm import Session
 
 from zootriage.app.labels import reference_of
@@ -15,6 +17,7 @@ from zootriage.app.schemas.triage import (
 )
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.triage import (
+    Gathered,
     ScoringPlan,
     Wanted,
     display_labels,
@@ -24,7 +27,9 @@ from zootriage.app.services.triage import (
     wanted,
 )
 from zootriage.app.settings import Settings
+from zootriage.core.protocol import Protocol
 from zootriage.core.triage import (
+    Rule,
     rank,
 )
 
@@ -44,6 +49,14 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending
+    return ranked(session, rule, scoring.protocol, models, gathered)
+
+
+def ranked(
+    session: Session, rule: Rule, protocol: Protocol, models: Mapping[str, Wanted], gathered: Gathered
+) -> RankingOut:
+    """The stored runs of ``models`` (every key has one in ``gathered``) ranked by ``rule``
+    (``core.triage.rank``: candidates the noise cannot separate share a rank)."""
     labels = display_labels(session, {key: want.name for key, want in models.items()}, gathered.runs)
     keys = {text: key for key, text in labels.items()}
     result = rank([gathered.record(key, labels[key]) for key in models], rule)
@@ -51,5 +64,5 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
     for e in result.entries:
         scored = gathered.scored(keys[e.name], e.name, models[keys[e.name]].model)
         entries.append(RankedOut.model_validate(Attributes(e, **scored), from_attributes=True))
-    used = rule_used(rule, scoring.protocol)
+    used = rule_used(rule, protocol)
     return RankingOut.model_validate(Attributes(result, entries=entries, rule=used), from_attributes=True)

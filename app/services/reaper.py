@@ -17,7 +17,10 @@ jobs table that repairs all three:
   fresh heartbeat: published again, since a queue cannot be inspected portably. Busy workers mean
   a backlog, not a lost message, so nothing is published then (a message lost behind a backlog is
   published once the workers fall idle). Duplicates are harmless: ``claim`` refuses finished jobs
-  and a stored run key is never computed twice. Queued past ``queue_limit_s``: failed (``stuck``).
+  and a stored run key is never computed twice. Queued past ``queue_limit_s`` since it was first
+  published: failed (``stuck``). A job its sweep still holds back (never published) is not queued
+  yet; each pass gives every such sweep ``sweep_queue.publish_next``, so a lost publish hook (a
+  worker killed right after storing a run) costs one interval, not the sweep.
 
 Hence the guarantee: a job is never running longer than its time limit + the heartbeat grace + one
 reaper interval after its first claim, and never queued longer than the queue limit + one interval.
@@ -46,6 +49,7 @@ from sqlalchemy.orm import Session, aliased
 from zootriage.app.db.models import Job, JobStatus
 from zootriage.app.db.session import session_scope
 from zootriage.app.queue import enqueue_score
+from zootriage.app.services.sweep_queue import HELD, publish_stalled
 from zootriage.app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -59,6 +63,7 @@ class Sweep:
     requeued: list[uuid.UUID] = field(default_factory=list)
     republished: list[uuid.UUID] = field(default_factory=list)
     failed: dict[uuid.UUID, str] = field(default_factory=dict)
+    published: list[uuid.UUID] = field(default_factory=list)
 
 
 @dataclass
@@ -94,11 +99,12 @@ def _unclaimed(settings: Settings, now: datetime, slack: float = 0.0) -> ColumnE
     fresh = now - _seconds(settings.heartbeat_grace_s)
     beating = and_(other.status == JobStatus.running.value, other.heartbeat_at >= fresh)
     working = select(other.id).where(beating).exists()
-    published = func.coalesce(Job.heartbeat_at, Job.created_at)
+    published = func.coalesce(Job.heartbeat_at, Job.published_at, Job.created_at)
     return and_(
         Job.status == JobStatus.queued.value,
+        ~HELD,  # held back by its sweep: not queued yet (app.services.sweep_queue)
         or_(
-            Job.created_at < now - _seconds(settings.queue_limit_s + slack),
+            func.coalesce(Job.published_at, Job.created_at) < now - _seconds(settings.queue_limit_s + slack),
             and_(~working, published < now - _seconds(settings.queue_grace_s + slack)),
         ),
     )
@@ -107,7 +113,7 @@ def _unclaimed(settings: Settings, now: datetime, slack: float = 0.0) -> ColumnE
 def _verdict(settings: Settings, job: Job, now: datetime) -> tuple[str, str] | None:
     """``(code, message)`` when the job must fail, ``None`` when it deserves another try."""
     if job.status == JobStatus.queued.value:
-        if job.created_at < now - _seconds(settings.queue_limit_s):
+        if (job.published_at or job.created_at) < now - _seconds(settings.queue_limit_s):
             return "stuck", f"no worker took this job within {settings.queue_limit_s:g} s"
         return None
     first = job.started_at or job.created_at
@@ -148,10 +154,14 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
             enqueue_score(settings, str(job_id), features[job_id])
         except Exception as exc:  # the broker is away: queued, published again after the grace
             log.warning("reaper: job %s not published (%s)", job_id, type(exc).__name__)
-    if done.requeued or done.republished or done.failed:
+    done.published = publish_stalled(settings)
+    if done.requeued or done.republished or done.failed or done.published:
         log.warning(
-            "reaper: requeued %s, published again %s, failed %s",
-            done.requeued, done.republished, done.failed,
+            "reaper: requeued %s, published again %s, failed %s, published for their sweeps %s",
+            done.requeued,
+            done.republished,
+            done.failed,
+            done.published,
         )
     return done
 

@@ -52,8 +52,13 @@ def run_client(*args: str) -> dict[str, object]:
         ["rank", "tv:resnet18@w.pth", "ckpt:net.pt2", "--dataset", "builtin:mnist", "--url", UNREACHABLE],
         ["submit", "tv:resnet18", "--dataset", "torchvision:CIFAR10:cifar", "--url", UNREACHABLE],
         ["history", "--url", UNREACHABLE],
+        ["sweep", "start", "ckpt:net.pt2", "--dataset", "builtin:mnist", "--url", UNREACHABLE],
+        ["sweep", "list", "--url", UNREACHABLE],
     ],
-    ids=["root-help", "gate-help", "score-help", "gate", "rank", "submit", "history"],
+    ids=[
+        "root-help", "gate-help", "score-help", "gate", "rank", "submit", "history", "sweep-start",
+        "sweep-list",
+    ],
 )
 def test_client_commands_import_nothing_heavy(args: list[str]) -> None:
     answer = run_client(*args)
