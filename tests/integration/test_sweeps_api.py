@@ -35,8 +35,8 @@ def own(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S
     """Settings on a database of this test alone (no stack's reaper sweeps it), and the list of the
     job ids the sweep queue publishes (nothing reaches a broker)."""
     published: list[str] = []
-    monkeypatch.setattr(sweep_queue, "enqueue_score", lambda _settings, job_id: published.append(job_id))
-    monkeypatch.setattr(job_service, "enqueue_score", lambda _settings, job_id: published.append(job_id))
+    monkeypatch.setattr(sweep_queue, "enqueue_score", lambda _settings, job_id, _features=None: published.append(job_id))
+    monkeypatch.setattr(job_service, "enqueue_score", lambda _settings, job_id, _features=None: published.append(job_id))
     with scratch_database() as url:
         migrate(url)
         yield (
