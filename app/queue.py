@@ -30,6 +30,8 @@ GPU_QUEUE = "gpu"
 CPU_QUEUE = "cpu"
 QUEUES = (GPU_QUEUE, CPU_QUEUE)
 ROUTES = {EXTRACT_TASK: GPU_QUEUE, MARKERS_TASK: CPU_QUEUE}
+# The stage of a job queued between the two tasks: features cached, markers to do.
+EXTRACTED = "extracted"
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

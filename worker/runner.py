@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from zootriage.app.db.models import ACTIVE_STATUSES, Checkpoint, Job, JobStatus, Marker, Run, RunTag
 from zootriage.app.db.run_key import reusable_by_request, run_key
 from zootriage.app.db.session import session_scope
-from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK, publish
+from zootriage.app.queue import EXTRACT_TASK, EXTRACTED, MARKERS_TASK, publish
 from zootriage.app.references import local_model, parse_request
 from zootriage.app.settings import Settings
 from zootriage.app.storage import feature_cache, upload_store
@@ -55,7 +55,6 @@ CODE_VERSION = f"zootriage {package_version('zootriage')} extraction v{EXTRACTIO
 
 
 EXTRACT, MARKERS = "extract", "markers"
-EXTRACTED = "extracted"  # the stage of a job queued between the two: features cached, markers to do
 
 
 class JobNotVisible(Exception):
@@ -100,7 +99,9 @@ def claim(settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT) -> Claime
         job.started_at = job.started_at or now
         job.heartbeat_at = now
         job.attempts += 0 if handed_over else 1
-        job.stage = stage
+        # The progress starts over from what this task reports: the marker task from "markers" (the
+        # features are extracted), the extraction task from nothing (its first report is "sample").
+        job.stage, job.done, job.total = (MARKERS if stage == MARKERS else None), 0, 0
         job.error_code = job.error_message = None
         return Claimed(
             job.id,

@@ -38,7 +38,7 @@ from zootriage.app.db.sweep_queries import (
     sweep_by_id,
 )
 from zootriage.app.labels import BadLabel, check_tags, reference_of
-from zootriage.app.queue import revoke
+from zootriage.app.queue import EXTRACTED, revoke
 from zootriage.app.schemas.jobs import JobOut
 from zootriage.app.schemas.sweeps import (
     MAX_SWEEP_MODELS,
@@ -147,9 +147,12 @@ def member_status(row: MemberRow) -> str:
 
 
 def job_fraction(status: str, stage: str | None, done: int, total: int) -> float:
-    """How far one model is (module docstring): 0 held or queued, 1 final, else through its stages."""
+    """How far one model is (module docstring): 0 held or queued, 1 final, else through its stages; a
+    job queued for its marker task (features extracted) is as far as the start of ``markers``."""
     if status in FINAL or status == "missing":
         return 1.0
+    if status == JobStatus.queued.value and stage == EXTRACTED:  # between the gpu and the cpu task
+        return STAGES.index("markers") / len(STAGES)
     if status != JobStatus.running.value or stage not in STAGES:
         return 0.0
     within = min(max(done / total, 0.0), 1.0) if total > 0 else 0.0

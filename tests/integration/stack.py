@@ -139,7 +139,7 @@ def start_api(settings: Settings, logs: Path, **extra_env: str) -> tuple[subproc
         stderr=subprocess.STDOUT,
     )
     base_url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180  # a shared 2-core machine can take minutes to import the stack
     while True:
         try:
             if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:

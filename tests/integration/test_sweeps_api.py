@@ -35,8 +35,12 @@ def own(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S
     """Settings on a database of this test alone (no stack's reaper sweeps it), and the list of the
     job ids the sweep queue publishes (nothing reaches a broker)."""
     published: list[str] = []
-    monkeypatch.setattr(sweep_queue, "enqueue_score", lambda _settings, job_id, _features=None: published.append(job_id))
-    monkeypatch.setattr(job_service, "enqueue_score", lambda _settings, job_id, _features=None: published.append(job_id))
+
+    def record(_settings: Settings, job_id: str, _features: str | None = None) -> None:
+        published.append(job_id)
+
+    monkeypatch.setattr(sweep_queue, "enqueue_score", record)
+    monkeypatch.setattr(job_service, "enqueue_score", record)
     with scratch_database() as url:
         migrate(url)
         yield (

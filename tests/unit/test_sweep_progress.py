@@ -23,7 +23,12 @@ def test_a_job_moves_forward_through_the_reports_of_a_real_scoring() -> None:
         ("markers", 0, 1),
         ("markers", 1, 1),
     ]
-    seen = [job_fraction("queued", None, 0, 0)] + [job_fraction("running", *r) for r in reports]
+    extraction, cpu_task = reports[:7], reports[7:]
+    seen = [job_fraction("queued", None, 0, 0), job_fraction("running", None, 0, 0)]  # claimed (gpu)
+    seen += [job_fraction("running", *r) for r in extraction]
+    seen.append(job_fraction("queued", "extracted", 500, 500))  # handed over to the cpu queue
+    seen.append(job_fraction("running", "markers", 0, 0))  # claimed by the marker task
+    seen += [job_fraction("running", *r) for r in [("extract", 500, 500), *cpu_task]]  # cache read first
     seen.append(job_fraction("succeeded", "done", 1, 1))
     assert seen == sorted(seen) and seen[0] == 0.0 and seen[-1] == 1.0
     assert job_fraction("running", "extract", 250, 500) == pytest.approx((STAGES.index("extract") + 0.5) / 4)
