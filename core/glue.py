@@ -288,9 +288,10 @@ def draw_dichotomies(n_classes: int, n_t: int, kind: str, rng: np.random.Generat
 def regime_of(d: Draws) -> Regime:
     """The regime of one set of draws (:mod:`core.glue_regime`), v*_k = t_k − A λ*_k."""
     points = d.points.cpu().numpy()
+    t = d.t.cpu().numpy()
     v = (d.t - (d.signs * d.lam) @ d.points).cpu().numpy()
-    separable = separable_fraction(points, d.classes.cpu().numpy(), d.dichotomies)
-    return judge(separable, saturated_fraction(d.t.cpu().numpy(), v), points.shape[0], points.shape[1])
+    separable = separable_fraction(points, d.classes.cpu().numpy(), d.dichotomies, t, v)
+    return judge(separable, saturated_fraction(t, v), points.shape[0], points.shape[1])
 
 
 def _summarize(d: Draws) -> GlueResult:
