@@ -30,6 +30,7 @@ Two solvers:
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import numpy as np
@@ -44,6 +45,8 @@ _ENTER_RTOL = 1e-10
 _KKT_RTOL = 1e-7
 # Memory bound for one batch: draws × points entries per dense (B, n) tensor.
 _BATCH_ELEMENTS = 1 << 22
+# Fewest draws in a block when the draws are shared among threads.
+_MIN_BLOCK = 64
 Route = Literal["auto", "gram", "primal"]
 # Largest point count whose n × n Gram matrix the solver forms (8192² float64 = 512 MB).
 GRAM_POINTS_MAX = 8192
@@ -68,6 +71,7 @@ def solve_batched(
     *,
     cancel: CancelCheck | None = None,
     route: Route = "auto",
+    workers: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Solve all draws with the batched Lawson–Hanson method on ``points.device``.
 
@@ -77,17 +81,37 @@ def solve_batched(
     solve): one block of a large problem can take seconds. ``route`` picks how products with
     K = XXᵀ are formed (see ``_Cloud``): ``"auto"`` takes the cheaper one, the others exist so that
     both can be checked on the same problems.
+
+    On the CPU the draws are cut into blocks that ``workers`` Python threads (default: torch's
+    thread count on entry, which the worker sets to its share of the cores, ``core.threads``) take
+    from a queue, every operation on one intra-op thread: the blocks are independent, so no thread
+    ever waits for another (unlike OpenMP's barrier per operation), and torch releases the GIL
+    inside each operation. On a GPU one block at a time is launched from the calling thread.
     """
     n, r = points.shape
     use_gram = uses_gram(n, r) if route == "auto" else route == "gram"
     lam = torch.zeros(signs.shape, dtype=points.dtype, device=points.device)
     ok = torch.zeros(signs.shape[0], dtype=torch.bool, device=points.device)
+    threads = 1 if points.device.type != "cpu" else max(1, workers or torch.get_num_threads())
     step = max(1, _BATCH_ELEMENTS // max(n, 1))
+    if threads > 1:
+        # Two blocks per thread at least, so that a thread descheduled by a busy neighbour holds
+        # back little; no block under _MIN_BLOCK draws, whose per-step overhead would dominate.
+        step = min(step, max(_MIN_BLOCK, -(-signs.shape[0] // (2 * threads))))
+    blocks = [slice(start, start + step) for start in range(0, signs.shape[0], step)]
     with single_threaded(points.device):  # small dense steps: see core.threads
         cloud = _Cloud(points, use_gram)
-        for start in range(0, signs.shape[0], step):
-            sl = slice(start, start + step)
+
+        def run(sl: slice) -> None:
             lam[sl], ok[sl] = _solve_block(cloud, signs[sl], t[sl], cancel)
+
+        if threads == 1 or len(blocks) == 1:
+            for sl in blocks:
+                run(sl)
+        else:
+            with ThreadPoolExecutor(max_workers=min(threads, len(blocks))) as pool:
+                for done in [pool.submit(run, sl) for sl in blocks]:
+                    done.result()
     return lam, ok
 
 
