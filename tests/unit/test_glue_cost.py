@@ -7,10 +7,13 @@ import pytest
 from zootriage.core.glue_cost import active_set_size, glue_seconds, peak_bytes
 
 
-def test_linear_in_repeats_and_in_draws_on_the_primal_route():
-    """The Gram route adds the one-off n²·r of forming K; the primal route has no shared part."""
+def test_linear_in_repeats_and_in_draws_past_the_shared_parts():
+    """The Gram route adds the one-off n²·r of forming K, the regime check one product per distinct
+    dichotomy (at most P); past them time is linear in the draws, and always in the repeats."""
     one = glue_seconds(1000, 50, 1000, dim=2048)
-    assert glue_seconds(1000, 50, 2000, dim=2048) == pytest.approx(2 * one)
+    assert glue_seconds(1000, 50, 3000, dim=2048) - glue_seconds(1000, 50, 2000, dim=2048) == pytest.approx(
+        glue_seconds(1000, 50, 2000, dim=2048) - one
+    )
     assert glue_seconds(1000, 50, 1000, repeats=3, dim=2048) == pytest.approx(3 * one)
     small = glue_seconds(100, 50, 1000, dim=2048)
     assert glue_seconds(100, 50, 1000, repeats=3, dim=2048) == pytest.approx(3 * small)
