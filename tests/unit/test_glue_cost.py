@@ -23,7 +23,8 @@ def test_linear_in_repeats_and_in_draws_past_the_shared_parts():
 def test_primal_route_is_linear_in_points_and_gram_route_is_not():
     """On the primal route (n past 8192 and 2r) doubling the points per class doubles time and
     memory; on the Gram route memory grows faster than n."""
-    assert glue_seconds(1000, 100, 100, dim=2048) == pytest.approx(2 * glue_seconds(1000, 50, 100, dim=2048))
+    base = glue_seconds(1000, 50, 100, dim=2048)
+    assert 1.9 * base < glue_seconds(1000, 100, 100, dim=2048) <= 2 * base  # the geometry's part is n-free
     assert peak_bytes(1000, 100, 100, dim=2048) == 2 * peak_bytes(1000, 50, 100, dim=2048)
     assert peak_bytes(10, 100, 100, dim=2048) > 2 * peak_bytes(10, 50, 100, dim=2048)
 
