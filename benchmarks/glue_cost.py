@@ -1,8 +1,9 @@
-"""GLUE solver cost at scale on the CPU: the table of docs/glue_cost.md.
+"""GLUE cost at scale on the CPU: the table of docs/glue_cost.md.
 
 Synthetic ReLU-like data, M = 50 points per class, N = 2048, one-vs-rest; P = 10, 100, 1000 by
-default. Each row runs in its own process, so its peak RSS is its own ("RSS+" is the growth over
-the process with its input loaded, which includes solve_draws' float64 copies of the features).
+default. Each row runs in its own process, so its peak RSS ("peak") is its own; "RSS+" is the
+growth over the process with its input loaded. Neither includes the (n_t, n) signs and solutions
+beyond the measured draws: "model MB" (core.glue_cost.peak_bytes at n_t = 1000) does.
 A row runs a whole analysis of ``--n-t`` draws on the CPU: the solver (core.nnls, "solve s") and
 the rest ("rest s": N(t), the regime check and the geometry). Every stage is linear in the draws
 (blocks of draws are independent; the regime's certificates cost one product per distinct
@@ -57,7 +58,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CPU, {torch.get_num_threads()} torch threads, load average {os.getloadavg()[0]:.2f}")
     print(f"M={args.per_class} N={args.dim}, measured at n_t={args.n_t}, time scaled to n_t=1000")
-    head = ("P", "n", "r", "|S|", "N_crit", "solve s", "rest s", "s@1000", "model s", "RSS+ MB", "model MB")
+    head = ("P", "n", "r", "|S|", "N_crit", "solve s", "rest s", "s@1000", "model s")
+    head += ("RSS+ MB", "peak MB", "model MB")
     print("".join(f"{h:>10}" for h in head))
     for p in args.classes:
         cmd = [sys.executable, "-c", _ROW, str(p), str(args.per_class), str(args.dim), str(args.n_t)]
@@ -79,6 +81,7 @@ def main() -> None:
             f"{(row['solve'] + row['rest']) * scale:.0f}",
             f"{model:.0f}",
             f"{(row['peak'] - row['before']) / 2**20:.0f}",
+            f"{row['peak'] / 2**20:.0f}",
             f"{model_mb:.0f}",
         )
         print("".join(f"{c:>10}" for c in cells), flush=True)

@@ -32,7 +32,7 @@ _A = 4.4e-10
 _B = 7e-8
 _G = 1e-10
 _H = 2e-8
-_C = 5e-10
+_C = 4e-9
 # The widest penultimate layer among the zoo's architectures (VGG's 4096-wide fc7).
 ASSUMED_DIM = 4096
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from zootriage.app.settings import Settings
 from zootriage.core.glue_cost import active_set_size, glue_seconds, peak_bytes
 
 
@@ -37,3 +38,14 @@ def test_imagenet_scale_fits_in_four_gigabytes():
 def test_active_set_never_exceeds_the_rank():
     assert active_set_size(10_000, 8) == 8
     assert 30 < active_set_size(10, 500) < 35  # measured 33 at P = 10 (module docstring)
+
+
+def test_default_budget_admits_imagenet_scale_and_refuses_ten_million_draws():
+    """The API's cap (app.settings.glue_cost_budget) follows the model: the issue's ImageNet protocol
+    (P = 1000 × M = 50, n_t = 1000, one repeat, at the assumed feature width) fits, while 10⁷ draws
+    at P = 10 (tests/integration/test_job_errors.py: a 422 too_expensive) and two repeats of the
+    ImageNet protocol do not."""
+    budget = Settings.model_fields["glue_cost_budget"].default
+    assert glue_seconds(1000, 50, 1000) < budget
+    assert glue_seconds(1000, 50, 1000, repeats=2) > budget
+    assert glue_seconds(10, 50, 100_000, repeats=100) > budget
