@@ -133,28 +133,31 @@ class _Cloud:
 
     def __init__(self, points: torch.Tensor, use_gram: bool):
         self.n = points.shape[0]
-        self.points = torch.nn.functional.pad(points, (0, 0, 0, 1))
-        self.sq_norms = self.points.square().sum(dim=1)
-        self.gram = self.points @ self.points.T if use_gram else None
+        # The points themselves, not a padded copy (0.8 GB at P = 1000 × M = 50 × N = 2048): on
+        # the primal route the dummy slot n reads point n − 1, whose products every caller masks.
+        self.points = points
+        self.sq_norms = points.square().sum(dim=1)
+        self.gram = torch.nn.functional.pad(points @ points.T, (0, 1, 0, 1)) if use_gram else None
 
     def block(self, idx: torch.Tensor) -> torch.Tensor:
         """K_SS for each draw's slots ``idx`` (B, C) → (B, C, C)."""
         if self.gram is not None:
             return self.gram[idx[:, :, None], idx[:, None, :]]
-        x_s = self.points[idx]
+        x_s = self.points[idx.clamp(max=self.n - 1)]
         return x_s @ x_s.transpose(1, 2)
 
     def row(self, enter: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         """K_{j,S}: the inner products of point ``enter[b]`` with draw b's slots ``idx`` → (B, C)."""
         if self.gram is not None:
             return self.gram[enter].gather(1, idx)
-        return (self.points[idx] @ self.points[enter].unsqueeze(-1)).squeeze(-1)
+        x_s = self.points[idx.clamp(max=self.n - 1)]
+        return (x_s @ self.points[enter].unsqueeze(-1)).squeeze(-1)
 
     def times(self, signed: torch.Tensor) -> torch.Tensor:
-        """(B, n+1) sparse σ⊙λ times K → dense (B, n+1)."""
+        """(B, n) sparse σ⊙λ times K → dense (B, n+1), zero in the dummy column."""
         if self.gram is not None:
-            return signed @ self.gram
-        return (signed @ self.points) @ self.points.T
+            return signed @ self.gram[: self.n]
+        return torch.nn.functional.pad((signed @ self.points) @ self.points.T, (0, 1))
 
 
 class _Problems:
@@ -166,7 +169,7 @@ class _Problems:
     """
 
     def __init__(self, cloud: _Cloud, signs: torch.Tensor, t: torch.Tensor):
-        points = cloud.points[: cloud.n]
+        points = cloud.points
         self.cloud, self.n = cloud, cloud.n
         self.signs = torch.nn.functional.pad(signs, (0, 1), value=1.0)
         self.b = torch.nn.functional.pad(signs * (t @ points.T), (0, 1))
@@ -185,8 +188,8 @@ class _Problems:
         return out.scatter_add_(1, idx, values)[:, : self.n]
 
     def sparse(self, idx: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        """Slot values as a (B, n+1) CSR matrix: a draw's λ has only |S| ≪ n non-zeros, so products
-        with it cost B·|S|·n instead of the dense B·n²."""
+        """Slot values as a (B, n) CSR matrix (the dummy slots dropped): a draw's λ has only |S| ≪ n
+        non-zeros, so products with it cost B·|S|·n instead of the dense B·n²."""
         order = idx.argsort(dim=1)
         cols = idx.gather(1, order)
         used = cols < self.n
@@ -197,7 +200,7 @@ class _Problems:
                 crow,
                 cols[used],
                 values.gather(1, order)[used],
-                size=(idx.shape[0], self.n + 1),
+                size=(idx.shape[0], self.n),
                 check_invariants=False,
             )
 
