@@ -16,8 +16,8 @@ c·D·n·r with D = min(P, n_t) for one-vs-rest. So, in seconds of one core,
     T ≈ repeats · ( n_t · [ s · n · (a·q + b) + h·(s·r + s³) ]  +  [Gram route] · g·n²·r  +  c·D·n·r ),
 
 with a, b, g, h, c fitted on the 2-core build machine (benchmarks/glue_cost.py prints the table of
-docs/glue_cost.md). Memory is O(n·r + n_t·n) on the primal route: the points and their padded copy
-(2·n·r), the (n_t, n) signs and solutions, never n². The feature width is unknown before the model
+docs/glue_cost.md). Memory is O(n·r + n_t·n) on the primal route: the float64 features and their
+rotated, scaled copy (2·n·r), the (n_t, n) signs and solutions, never n². The feature width is unknown before the model
 is loaded, so admission assumes ``ASSUMED_DIM``.
 """
 
@@ -59,7 +59,7 @@ def glue_seconds(
 
 
 def peak_bytes(classes: int, points_per_class: int, n_t: int, dim: int = ASSUMED_DIM) -> int:
-    """The analysis's largest float64 arrays: the points and the solver's padded copy (2·n·r), the
+    """The analysis's largest float64 arrays: the features and their preprocessed copy (2·n·r), the
     (n_t, n) signs and solutions, and K (n², Gram route only). Linear in n on the primal route."""
     n = classes * points_per_class
     r = min(n, dim)
