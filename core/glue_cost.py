@@ -17,8 +17,8 @@ c·D·n·r with D = min(P, n_t) for one-vs-rest. So, in seconds of one core,
 
 with a, b, g, h, c fitted on the 2-core build machine (benchmarks/glue_cost.py prints the table of
 docs/glue_cost.md). Memory is O(n·r + n_t·n) on the primal route: the float64 features and their
-rotated, scaled copy (2·n·r), the (n_t, n) signs and solutions, never n². The feature width is unknown before the model
-is loaded, so admission assumes ``ASSUMED_DIM``.
+rotated, scaled copy (2·n·r), the (n_t, n) signs and solutions, never n². The feature width is
+unknown before the model is loaded, so admission assumes ``ASSUMED_DIM``.
 """
 
 from __future__ import annotations

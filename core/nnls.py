@@ -107,8 +107,13 @@ def solve_batched(
                 run(sl)
         else:
             with ThreadPoolExecutor(max_workers=min(threads, len(blocks))) as pool:
-                for done in [pool.submit(run, sl) for sl in blocks]:
-                    done.result()
+                futures = [pool.submit(run, sl) for sl in blocks]
+                try:
+                    for done in futures:
+                        done.result()
+                finally:  # a cancelled or failed block: the queued ones never start
+                    for waiting in futures:
+                        waiting.cancel()
     return lam, ok
 
 
