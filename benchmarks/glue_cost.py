@@ -1,12 +1,14 @@
-"""GLUE solver cost at scale on the CPU: the table of docs/glue_cost.md.
+"""GLUE cost at scale on the CPU: the table of docs/glue_cost.md.
 
 Synthetic ReLU-like data, M = 50 points per class, N = 2048, one-vs-rest; P = 10, 100, 1000 by
-default. Each row runs in its own process, so its peak RSS is its own ("RSS+" is the growth over
-the process with its input loaded, which includes solve_draws' float64 copies of the features).
-A row solves ``--n-t`` draws of the inner problem with the batched solver (core.nnls) on the CPU:
-the solver stage only, not the geometry or the regime check. The solver is linear in the draws
-(blocks of draws are independent), so the time for n_t = 1000 is extrapolated from the measured
-draws and printed next to the model estimate of core.glue_cost.
+default. Each row runs in its own process, so its peak RSS ("peak") is its own; "RSS+" is the
+growth over the process with its input loaded. Neither includes the (n_t, n) signs and solutions
+beyond the measured draws: "model MB" (core.glue_cost.peak_bytes at n_t = 1000) does.
+A row runs a whole analysis of ``--n-t`` draws on the CPU: the solver (core.nnls, "solve s") and
+the rest ("rest s": N(t), the regime check and the geometry). Every stage is linear in the draws
+(blocks of draws are independent; the regime's certificates cost one product per distinct
+dichotomy, at most min(n_t, P)), so the time for n_t = 1000 is extrapolated linearly from the
+measured draws, an upper bound, and printed next to the model estimate of core.glue_cost.
 
     .venv/bin/python benchmarks/glue_cost.py [--classes 10 100 1000] [--n-t 20]
 """
@@ -19,26 +21,31 @@ import os
 import subprocess
 import sys
 
+import torch
+
 from zootriage.core.glue_cost import glue_seconds, peak_bytes
 
 _ROW = """
 import json, resource, sys, time
 import numpy as np, torch
 from zootriage.core.examples import relu_like
-from zootriage.core.glue import solve_draws, glue_inputs
+from zootriage.core.glue import solve_draws, glue_inputs, _summarize
 
 p, m, dim, n_t = (int(a) for a in sys.argv[1:])
 feats, classes, n_classes = glue_inputs(*relu_like(seed=0, n_classes=p, per_class=m, dim=dim))
 args = (np.random.SeedSequence(0), n_t, "none", "one_vs_rest", "fast", torch.device("cpu"))
-solve_draws(feats[: 2 * m], classes[: 2 * m], 2, *args)  # warm up: libraries loaded, pools made
+_summarize(solve_draws(feats[: 2 * m], classes[: 2 * m], 2, *args))  # warm up: libraries, pools
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 start = time.perf_counter()
 d = solve_draws(feats, classes, n_classes, *args)
-seconds = time.perf_counter() - start
+solved = time.perf_counter()
+result = _summarize(d)
+done = time.perf_counter()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"seconds": seconds, "before": before, "peak": peak, "fallback": d.n_fallback,
-                  "rank": int(d.points.shape[1]), "active": float((d.lam > 0).sum(dim=1).double().mean()),
-                  "n_crit": float(d.n_of_t.mean())}))
+print(json.dumps({"solve": solved - start, "rest": done - solved, "before": before, "peak": peak,
+                  "fallback": d.n_fallback, "rank": int(d.points.shape[1]),
+                  "active": float((d.lam > 0).sum(dim=1).double().mean()), "n_crit": result.n_crit,
+                  "degenerate": result.degenerate}))
 """
 
 
@@ -49,9 +56,10 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=2048)
     parser.add_argument("--n-t", type=int, default=20, help="draws measured per row (time scaled to 1000)")
     args = parser.parse_args()
-    print(f"CPU, torch threads as the solver sets them (1), load average {os.getloadavg()[0]:.2f}")
+    print(f"CPU, {torch.get_num_threads()} torch threads, load average {os.getloadavg()[0]:.2f}")
     print(f"M={args.per_class} N={args.dim}, measured at n_t={args.n_t}, time scaled to n_t=1000")
-    head = ("P", "n", "r", "|S|", "N_crit", "s/draw", "s@1000", "model s", "RSS+ MB", "model MB", "MB@1000")
+    head = ("P", "n", "r", "|S|", "N_crit", "solve s", "rest s", "s@1000", "model s")
+    head += ("RSS+ MB", "peak MB", "model MB")
     print("".join(f"{h:>10}" for h in head))
     for p in args.classes:
         cmd = [sys.executable, "-c", _ROW, str(p), str(args.per_class), str(args.dim), str(args.n_t)]
@@ -59,22 +67,22 @@ def main() -> None:
         row = json.loads(out.stdout.strip().splitlines()[-1])
         if row["fallback"]:
             print(f"  ({row['fallback']} draws fell back to the reference solver)")
-        per_draw = row["seconds"] / args.n_t
+        scale = 1000 / args.n_t
         model = glue_seconds(p, args.per_class, 1000, dim=args.dim)
-        model_mb = peak_bytes(p, args.per_class, args.n_t, dim=args.dim) / 2**20
-        model_mb_1000 = peak_bytes(p, args.per_class, 1000, dim=args.dim) / 2**20
+        model_mb = peak_bytes(p, args.per_class, 1000, dim=args.dim) / 2**20
         cells = (
             f"{p}",
             f"{p * args.per_class}",
             f"{row['rank']}",
             f"{row['active']:.0f}",
             f"{row['n_crit']:.1f}",
-            f"{per_draw:.4f}",
-            f"{per_draw * 1000:.0f}",
+            f"{row['solve']:.2f}",
+            f"{row['rest']:.2f}",
+            f"{(row['solve'] + row['rest']) * scale:.0f}",
             f"{model:.0f}",
             f"{(row['peak'] - row['before']) / 2**20:.0f}",
+            f"{row['peak'] / 2**20:.0f}",
             f"{model_mb:.0f}",
-            f"{model_mb_1000:.0f}",
         )
         print("".join(f"{c:>10}" for c in cells), flush=True)
 

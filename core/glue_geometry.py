@@ -15,8 +15,9 @@ when w_μ(k) = Σ_{i∈μ} λ_{k,i} > tol and then has the anchor s_μ(k) = Σ_{
   and are left out.
 
 Since N_crit = P·D_eff / (Ψ_eff (1 + R_eff⁻²)) holds exactly, capacity α = P / N_crit equals
-Ψ_eff (1 + R_eff⁻²) / D_eff. Everything is computed in chunks of draws so that memory stays bounded
-by chunk × P × r, on whatever device the inputs live.
+Ψ_eff (1 + R_eff⁻²) / D_eff. Everything is computed from the support of λ, over each draw's active
+manifolds, in chunks of draws, so that memory stays bounded by chunk × |A| × r (|A| ≤ |S| ≪ P at
+scale), on whatever device the inputs live.
 """
 
 from __future__ import annotations
@@ -113,43 +114,72 @@ def effective_geometry(
 ) -> Geometry:
     """The markers of the module docstring from the draws t (n_t, r) and their solutions λ (n_t, n).
 
-    ``points`` must have unit RMS norm (as :func:`core.glue.preprocess` leaves them). Cosines come
-    from the Gram matrices G¹ and S¹C⁰ᵀ, so the only (n_t, P, r) tensors are the anchors and S¹.
+    ``points`` must have unit RMS norm (as :func:`core.glue.preprocess` leaves them). Only the
+    support of λ is touched (|S| ≈ N(t) points per draw, not n) and each draw's matrices are over
+    its active manifolds only (|A_k| ≤ |S|, not P): draw k's active classes sit in compact slots
+    0..|A_k|−1, padded with zero rows that the pseudo-inverses and the pair masks ignore. So time
+    is O(n_t·|S|·r + n_t·|A|³) and memory O(chunk·|A|·r), whatever P and n.
     """
-    n_t = lam.shape[0]
-    coeff, active = anchor_coefficients(lam, classes, n_classes)
+    n_t, r, dev, dt = lam.shape[0], points.shape[1], lam.device, lam.dtype
+    rows, cols = lam.nonzero(as_tuple=True)
+    cls = classes[cols]
+    w = torch.zeros((n_t, n_classes), dtype=dt, device=dev)
+    w.index_put_((rows, cls), lam[rows, cols], accumulate=True)
+    active = w > ACTIVE_RTOL * (w.max() if w.numel() else 0.0)
+    keep = active[rows, cls]
+    rows, cols, cls = rows[keep], cols[keep], cls[keep]
+    coeff = lam[rows, cols] / w[rows, cls]
     counts = active.sum(dim=0)
-    # s⁰_μ = Σ_k s_μ(k)/count_μ = Σ_i (Σ_k coeff_{k,i}) x_i / count_μ: no anchor tensor needed.
-    centers = torch.zeros((n_classes, points.shape[1]), dtype=lam.dtype, device=lam.device)
-    centers.index_add_(0, classes, coeff.sum(dim=0)[:, None] * points)
+    # s⁰_μ = Σ_k s_μ(k)/count_μ = Σ_i (Σ_k coeff_{k,i}) x_i / count_μ: only the support's points.
+    weight = torch.zeros(points.shape[0], dtype=dt, device=dev).index_add_(0, cols, coeff)
+    used = weight.nonzero(as_tuple=True)[0]
+    centers = torch.zeros((n_classes, r), dtype=dt, device=dev)
+    centers.index_add_(0, classes[used], weight[used, None] * points[used])
     has_center = counts > 0
-    centers = centers / torch.where(has_center, counts, torch.ones_like(counts))[:, None].to(lam.dtype)
+    centers = centers / torch.where(has_center, counts, torch.ones_like(counts))[:, None].to(dt)
     cc = centers @ centers.T
     sq_c = cc.diagonal()
     c_dir = sq_c > NORM_FLOOR
 
+    slot = active.cumsum(dim=1) - 1  # draw k's active class μ sits in slot[k, μ]
+    width = max(1, int(active.sum(dim=1).max()) if n_t else 1)
     sums = {"a": 0.0, "b": 0.0, "axis": 0.0, "axis_n": 0.0, "ca": 0.0, "ca_n": 0.0}
-    step = max(1, _CHUNK_ELEMENTS // max(1, n_classes * points.shape[1]))
-    off_diag = ~torch.eye(n_classes, dtype=torch.bool, device=lam.device)
-    for start in range(0, n_t, step):
-        sl = slice(start, start + step)
-        act = active[sl]
-        mask = act.to(lam.dtype)
-        s1 = (anchor_points(points, classes, n_classes, coeff[sl]) - centers[None]) * mask[:, :, None]
-        t1 = torch.einsum("bpr,br->bp", s1, t[sl])
+    step = max(1, _CHUNK_ELEMENTS // (width * r))
+    off_diag = ~torch.eye(width, dtype=torch.bool, device=dev)
+    bounds = torch.searchsorted(rows, torch.arange(0, n_t + step, step, device=dev)).tolist()
+    for j, start in enumerate(range(0, n_t, step)):
+        b = min(step, n_t - start)
+        ent = slice(bounds[j], bounds[j + 1])
+        # Slot ids and masks: ids[k, a] is the class in slot a of draw start + k.
+        k_act, mu_act = active[start : start + b].nonzero(as_tuple=True)
+        pos = slot[start + k_act, mu_act]
+        ids = torch.zeros((b, width), dtype=torch.long, device=dev)
+        ids[k_act, pos] = mu_act
+        valid = torch.zeros((b, width), dtype=torch.bool, device=dev)
+        valid[k_act, pos] = True
+        mask = valid.to(dt)
+        # Anchors S (b, width, r), then the axis parts S¹ = S − S⁰ on valid slots.
+        flat = (rows[ent] - start) * width + slot[rows[ent], cls[ent]]
+        weights = torch.sparse_coo_tensor(
+            torch.stack([flat, cols[ent]]), coeff[ent], (b * width, points.shape[0]), check_invariants=False
+        )
+        anchors = torch.sparse.mm(weights, points)
+        c_slots = centers[ids] * mask[:, :, None]
+        s1 = anchors.view(b, width, r) - c_slots  # both zero on unused slots
+        t1 = torch.einsum("bpr,br->bp", s1, t[start : start + b])
         g1 = s1 @ s1.transpose(1, 2)
-        g0 = cc[None] * mask[:, :, None] * mask[:, None, :]
+        g0 = cc[ids[:, :, None], ids[:, None, :]] * mask[:, :, None] * mask[:, None, :]
         sums["a"] += float(_quad_pinv(g1, t1).sum())
         sums["b"] += float(_quad_pinv(g0 + g1, t1).sum())
 
         sq_s1 = g1.diagonal(dim1=1, dim2=2)
-        usable = act & (sq_s1 > NORM_FLOOR)
+        usable = valid & (sq_s1 > NORM_FLOOR)
         pair = usable[:, :, None] & usable[:, None, :] & off_diag
         sums["axis"] += float(_abs_cos(g1, sq_s1, sq_s1)[pair].sum()) / 2
         sums["axis_n"] += float(pair.sum()) / 2
         # |cos(s⁰_μ, s¹_ν(k))| for μ ≠ ν both active at k; rows ν, columns μ.
-        pair_c = usable[:, :, None] & (act & c_dir)[:, None, :] & off_diag
-        sums["ca"] += float(_abs_cos(s1 @ centers.T, sq_s1, sq_c)[pair_c].sum())
+        pair_c = usable[:, :, None] & (valid & c_dir[ids])[:, None, :] & off_diag
+        sums["ca"] += float(_abs_cos(s1 @ c_slots.transpose(1, 2), sq_s1, sq_c[ids])[pair_c].sum())
         sums["ca_n"] += float(pair_c.sum())
 
     mean_a, mean_b = sums["a"] / n_t, sums["b"] / n_t

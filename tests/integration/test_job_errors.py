@@ -55,7 +55,7 @@ def jobs_in(database_url: str) -> int:
         ("PROGRAM", MNIST, {"protocol": {"n_t": 0}}, 422, "invalid_request"),
         ("PROGRAM", MNIST, {"protocol": {"n_t": 10**12}}, 422, "invalid_request"),
         ("PROGRAM", MNIST, {"protocol": {"repeats": 10**6}}, 422, "invalid_request"),
-        # 10 classes × 50 points, 10⁷ draws: about 13,500 core-seconds (core.glue_cost).
+        # 10 classes × 50 points, 10⁷ draws: about 23,000 core-seconds (core.glue_cost).
         (
             "PROGRAM",
             MNIST,

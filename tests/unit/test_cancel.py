@@ -49,12 +49,16 @@ def test_the_solver_stops_between_its_steps(monkeypatch: pytest.MonkeyPatch) -> 
     signs = torch.from_numpy(np.where(np.random.default_rng(1).random((40, 36)) < 0.5, 1.0, -1.0))
     t = torch.from_numpy(np.random.default_rng(2).standard_normal((40, 8)))
     counting = CancelAfter(10**9)
-    solve_batched(points, signs, t, cancel=counting)
+    solve_batched(points, signs, t, cancel=counting, workers=1)
     assert counting.asked > 10  # ten blocks, several steps each
     check = CancelAfter(counting.asked // 2)
     with pytest.raises(Cancelled):
-        solve_batched(points, signs, t, cancel=check)
+        solve_batched(points, signs, t, cancel=check, workers=1)
     assert check.asked == counting.asked // 2 + 1
+    shared = CancelAfter(counting.asked // 2)  # blocks shared among threads stop as well
+    with pytest.raises(Cancelled):
+        solve_batched(points, signs, t, cancel=shared, workers=2)
+    assert shared.asked < counting.asked
     lam, ok = solve_batched(points, signs, t, cancel=lambda: False)  # a check that says no changes nothing
     expected, expected_ok = solve_batched(points, signs, t)
     assert torch.equal(lam, expected) and torch.equal(ok, expected_ok)

@@ -87,3 +87,26 @@ def test_worker_pool_child_takes_its_share_of_the_cores():
     loaders = default_workers(torch.device("cpu"))
     assert got["threads"] == thread_budget(got["cores"], 1, loaders)
     assert got["threads"] != 64
+
+
+def test_blocks_shared_among_threads_give_the_single_thread_answer(monkeypatch):
+    """With workers > 1 the blocks of draws are solved by several threads, each block on one
+    intra-op thread; the answer is the one-thread answer to rounding."""
+    seen: list[int] = []
+    solve_block = zootriage.core.nnls._solve_block
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return solve_block(*args, **kwargs)
+
+    gen = torch.Generator().manual_seed(1)
+    points = torch.randn(60, 12, generator=gen, dtype=torch.float64)
+    signs = torch.where(torch.rand(300, 60, generator=gen) < 0.5, -1.0, 1.0).double()
+    targets = torch.randn(300, 12, generator=gen, dtype=torch.float64)
+    one, ok_one = zootriage.core.nnls.solve_batched(points, signs, targets, workers=1)
+    monkeypatch.setattr(zootriage.core.nnls, "_BATCH_ELEMENTS", 60 * 64)  # blocks of 64 draws
+    monkeypatch.setattr(zootriage.core.nnls, "_solve_block", spy)
+    many, ok_many = zootriage.core.nnls.solve_batched(points, signs, targets, workers=2)
+    assert len(seen) >= 4 and set(seen) == {1}
+    assert bool(ok_one.all()) and bool(ok_many.all())
+    assert torch.allclose(one, many, rtol=0, atol=1e-10)
