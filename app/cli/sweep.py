@@ -129,7 +129,7 @@ def start(
     n_t: NT = 1000,
     points_per_class: PointsPerClass = 50,
     repeats: Repeats = None,
-    rule: TriageRule = "geometry",
+    rule: TriageRule = None,
     name: RunName = None,
     tag: RunTags = None,
     wait: Annotated[bool, typer.Option(help="follow the sweep until it ends and print its ranking")] = True,
@@ -150,7 +150,8 @@ def start(
         else:
             selection = [model_json(client, text) for text in models or []]
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
-        body = {"models": selection, **scoring.body(), "rule": rule, "name": name, "tags": tag_map(tag)}
+        named = {"rule": rule} if rule else {}  # none: the server's default rule
+        body = {"models": selection, **scoring.body(), **named, "name": name, "tags": tag_map(tag)}
         sweep = dict(client.call("POST", "/v1/sweeps", json=body).json())
         err.print(f"sweep {sweep['id']}: {sweep['progress']['total']} models")
         if wait:

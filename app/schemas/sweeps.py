@@ -55,7 +55,7 @@ class SweepRequest(BaseModel):
     dataset: DatasetRef
     sampling: Sampling = Field(default_factory=Sampling)
     protocol: Protocol = Field(default_factory=Protocol)
-    rule: str = RULE_FIELD
+    rule: str | None = RULE_FIELD
     name: Name | None = None
     tags: Tags = Field(default_factory=dict)
 
