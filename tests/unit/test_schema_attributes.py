@@ -14,7 +14,7 @@ from zootriage.core.triage.verdict import MarkerComparison
 def _used() -> RuleUsed:
     return RuleUsed(
         name="geometry", markers=["dimension"], glue_variant="one_vs_rest,none", noise_test="welch",
-        description="d", evidence="e", evidence_detail=None,
+        description="d", evidence="e", evidence_detail=None, chosen_by="request", default_reason=None,
     )  # fmt: skip
 
 
