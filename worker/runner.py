@@ -47,6 +47,7 @@ from zootriage.core.scoring import (
     score_cached,
 )
 from zootriage.core.zoo.loader import PROGRAM
+from zootriage.worker.claims import ClaimToken, claim_lives
 from zootriage.worker.messages import public_message
 from zootriage.worker.progress import ProgressWriter
 
@@ -77,19 +78,25 @@ class Claimed:
     features: dict[str, Any] | None = None
 
 
-def claim(settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT) -> Claimed | None:
-    """Move the job to running for ``stage``; ``None`` when there is nothing left to do. A markers
-    claim right after the hand-over is the same attempt; any other claim counts one more."""
+def claim(
+    settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT, token: ClaimToken | None = None
+) -> Claimed | None:
+    """Move the job to running for ``stage``; ``None`` when there is nothing left to do, or when
+    ``token`` is a second delivery of the message whose claim still runs (``worker.claims``). A
+    markers claim right after the hand-over is the same attempt; any other claim counts one more."""
     with session_scope(settings.effective_database_url) as session:
         job = session.get(Job, job_id, with_for_update=True)
         if job is None:
             raise JobNotVisible(str(job_id))
         if job.status not in [s.value for s in ACTIVE_STATUSES]:
             return None
+        now = datetime.now(UTC)
+        if token is not None and _duplicate_of_live_claim(settings, job, token, now):
+            log.info("job %s: a second delivery of its running task, dropped", job_id)
+            return None
         existing = None
         if reusable_by_request(job.request):
             existing = session.scalar(select(Run).where(Run.request_key == job.request_key).limit(1))
-        now = datetime.now(UTC)
         if existing is not None:  # computed meanwhile by another job: nothing to recompute
             job.status, job.run_id, job.finished_at = JobStatus.succeeded.value, existing.id, now
             job.run_key = existing.run_key
@@ -98,6 +105,7 @@ def claim(settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT) -> Claime
         job.status = JobStatus.running.value
         job.started_at = job.started_at or now
         job.heartbeat_at = now
+        job.claimed_by = token.encode() if token is not None else None
         job.attempts += 0 if handed_over else 1
         # The progress starts over from what this task reports: the marker task from "markers" (the
         # features are extracted), the extraction task from nothing (its first report is "sample").
@@ -113,6 +121,17 @@ def claim(settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT) -> Claime
             stage,
             dict(job.features) if job.features is not None else None,
         )
+
+
+def _duplicate_of_live_claim(settings: Settings, job: Job, token: ClaimToken, now: datetime) -> bool:
+    if job.status != JobStatus.running.value:
+        return False
+    holder = ClaimToken.decode(job.claimed_by)
+    if holder is None or not holder.same_delivery(token):
+        return False
+    return claim_lives(
+        holder, job.heartbeat_at, now, settings.heartbeat_interval_s, settings.heartbeat_grace_s
+    )
 
 
 def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None:

@@ -39,6 +39,7 @@ from zootriage.app.services.sweep_queue import publish_after
 from zootriage.app.settings import Settings, get_settings
 from zootriage.core.errors import Cancelled, ZooError
 from zootriage.worker.celery_app import celery_app
+from zootriage.worker.claims import ClaimToken
 from zootriage.worker.heartbeat import Heartbeat
 from zootriage.worker.messages import internal_error_message
 from zootriage.worker.runner import (
@@ -78,6 +79,11 @@ def worker_name(task: Task) -> str:
     return str(task.request.hostname or socket.gethostname())
 
 
+def delivery(task: Task) -> ClaimToken:
+    """This delivery of ``task``: a redelivered copy of a message has the same id and retry count."""
+    return ClaimToken.here(str(task.request.id), int(task.request.retries or 0))
+
+
 def guarded(settings: Settings, job: uuid.UUID, work: Callable[[], T]) -> T | None:
     """``work()`` under the heartbeat and the failure policy; ``None`` when the job was failed,
     cancelled or sent back (nothing more to do), the exception itself when it is transient."""
@@ -104,7 +110,7 @@ def guarded(settings: Settings, job: uuid.UUID, work: Callable[[], T]) -> T | No
 def extract_features(self: Task, job_id: str) -> None:
     settings = get_settings()
     job = uuid.UUID(job_id)
-    claimed = claim(settings, job, EXTRACT)
+    claimed = claim(settings, job, EXTRACT, delivery(self))
     if claimed is None:
         sweep_goes_on(settings, job)
         return
@@ -118,7 +124,7 @@ def extract_features(self: Task, job_id: str) -> None:
 def compute_markers(self: Task, job_id: str) -> None:
     settings = get_settings()
     job = uuid.UUID(job_id)
-    claimed = claim(settings, job, MARKERS)
+    claimed = claim(settings, job, MARKERS, delivery(self))
     if claimed is None:
         sweep_goes_on(settings, job)
         return

@@ -186,6 +186,9 @@ class Job(Base):
     # Running: the worker's last sign of life. Queued: when the task was last published. The reaper
     # (app/services/reaper.py) reads it to find jobs whose worker or message was lost.
     heartbeat_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Running: the delivery that claimed it (``worker.claims.ClaimToken``), so that the same message
+    # handed out again while that claim still lives is dropped instead of run twice.
+    claimed_by: Mapped[str | None] = mapped_column(String(255))
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     duration_s: Mapped[float | None] = mapped_column(Float)
     # The extraction stage's record (``core.scoring.Extracted`` + the worker that made it), set when a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from zootriage.app.db.models import Job, JobStatus
 from zootriage.app.db.session import session_scope
 from zootriage.app.settings import Settings
 
@@ -92,11 +94,32 @@ def run_job(
     monkeypatch.setattr(jobs, "enqueue_score", lambda _settings, _job_id, _key=None: None)
     monkeypatch.setattr(runner, "publish", lambda _settings, _task, _job_id: None)
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
-    request = {"model": model, "dataset": {"source": "builtin", "name": "mnist"},
-               "sampling": {"per_class": 3, "split": "test"}}
+    request = {
+        "model": model,
+        "dataset": {"source": "builtin", "name": "mnist"},
+        "sampling": {"per_class": 3, "split": "test"},
+    }
     submitted = client.post("/v1/jobs", json=request)
     assert submitted.status_code == 202, submitted.text
     job_id = submitted.json()["id"]
     assert tasks.extract_features.apply(args=[job_id]).state == "SUCCESS"  # both stages, in turn
     assert tasks.compute_markers.apply(args=[job_id]).state == "SUCCESS"
     return dict(client.get(f"/v1/jobs/{job_id}").json())
+
+
+def queued_job(database_url: str) -> uuid.UUID:
+    """A queued job row on a mutable folder dataset, made directly in the database (no task)."""
+    request = {"dataset": {"source": "folder", "path": "digits"}}  # mutable data: never reused by request
+    job = Job(
+        request_key=uuid.uuid4().hex, request=request, request_hash="0" * 64, status=JobStatus.queued.value
+    )
+    with session_scope(database_url) as session:
+        session.add(job)
+    return job.id
+
+
+def stored(database_url: str, job_id: uuid.UUID) -> Job:
+    with session_scope(database_url) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return job

@@ -13,10 +13,10 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
 import zootriage.worker.tasks as tasks
-from zootriage.app.db.models import Job, JobStatus
-from zootriage.app.db.session import session_scope
+from tests.integration.jobs import queued_job, stored
 from zootriage.app.settings import Settings
 from zootriage.core.errors import BadImage, UnknownDataset
+from zootriage.worker.claims import ClaimToken
 from zootriage.worker.runner import Claimed
 
 
@@ -27,7 +27,11 @@ def test_an_unreachable_database_is_retried_until_max_retries(
     monkeypatch.setattr(tasks, "get_settings", lambda: unreachable)
     claims: list[uuid.UUID] = []
     real_claim = tasks.claim
-    monkeypatch.setattr(tasks, "claim", lambda s, job, stage: claims.append(job) or real_claim(s, job, stage))
+    def counted(s: Settings, job: uuid.UUID, stage: str, token: ClaimToken) -> Claimed | None:
+        claims.append(job)
+        return real_claim(s, job, stage, token)
+
+    monkeypatch.setattr(tasks, "claim", counted)
     result = tasks.extract_features.apply(args=[str(uuid.uuid4())])
     assert result.state == "FAILURE"
     assert len(claims) == 1 + tasks.extract_features.max_retries
@@ -49,30 +53,13 @@ def test_bad_input_or_the_time_limit_fail_the_job_once_with_a_code(
         raise raised
 
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
-    monkeypatch.setattr(tasks, "claim", lambda s, j, stage: Claimed(j, "k", {}, time.monotonic()))
+    monkeypatch.setattr(tasks, "claim", lambda s, j, stage, token: Claimed(j, "k", {}, time.monotonic()))
     monkeypatch.setattr(tasks, "extract", compute)
     monkeypatch.setattr(tasks, "fail", lambda s, j, code, message: failures.append((j, code)))
     result = tasks.extract_features.apply(args=[str(job)])
     assert result.state == "SUCCESS"
     assert attempts == [1]
     assert failures == [(job, code)]
-
-
-def queued_job(database_url: str) -> uuid.UUID:
-    request = {"dataset": {"source": "folder", "path": "digits"}}  # mutable data: never reused by request
-    job = Job(
-        request_key=uuid.uuid4().hex, request=request, request_hash="0" * 64, status=JobStatus.queued.value
-    )
-    with session_scope(database_url) as session:
-        session.add(job)
-    return job.id
-
-
-def stored(database_url: str, job_id: uuid.UUID) -> Job:
-    with session_scope(database_url) as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        return job
 
 
 def test_a_failing_job_shows_no_traceback_and_no_path(
