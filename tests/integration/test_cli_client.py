@@ -18,6 +18,8 @@ import pytest
 from tests.integration.cli import SCORING, no_traceback, zootriage
 from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
+from zootriage.core.defaults import product_default
+from zootriage.core.evidence import load_evidence, rule_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("wide_consoles")]  # real jobs through the stack
 
@@ -40,7 +42,7 @@ def test_gate_passes_and_fails_with_exit_codes(
     assert "PASSED" in passing.stdout and "dimension: max 1000" in passing.stdout
     # Uploaded files are called by the names they were uploaded under, never by their hashes.
     assert "lenet5_advtrained.pt2 against lenet5_clntrained.pt2" in passing.stdout
-    assert "evidence: study 2026-11-30/default" in passing.stdout
+    assert f"evidence: study {load_evidence()['study']}" in passing.stdout
 
     failing = zootriage(
         triage_stack, *gate, "--rule", "id_accuracy: min 1.01", "--rule", "dimension: max 1000"
@@ -181,7 +183,7 @@ def test_rank_and_recommend_wait_for_their_jobs(
     assert recommended.exit_code == 0, recommended.stderr
     assert "IMAGENET1K_V1" in recommended.stdout and "verdict: " in recommended.stdout
     assert "ImageNet accuracy picks v2" in recommended.stdout
-    assert (
-        "evidence: study 2026-11-30/default, animal-mnist: rule geometry[one_vs_rest,none]"
-        in recommended.stdout
-    )
+    chosen, shipped = product_default(), load_evidence()  # no --rule: the product's default rule
+    key = rule_key(chosen.v1_v2_rule, "one_vs_rest", chosen.centering)
+    line = f"evidence: study {shipped['study']}, {shipped['primary_outcome']}: rule {key}"
+    assert line in recommended.stdout

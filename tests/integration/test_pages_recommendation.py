@@ -25,7 +25,7 @@ def _store(database_url: str, arch: str, weights: str, d: float, u: float, **noi
 
 
 def test_a_pair_page_shows_each_state_and_queues_nothing(api: TestClient, database_url: str) -> None:
-    url = f"/recommendations/mobilenet_v2?{QUERY}"
+    url = f"/recommendations/mobilenet_v2?{QUERY}&rule=geometry"  # the rule whose states are shown
     form_only = api.get("/recommendations/mobilenet_v2")
     assert form_only.status_code == 200 and "state-text" not in form_only.text
     assert "71.88" in form_only.text  # v1's ImageNet acc@1 from the weights' metadata
@@ -42,7 +42,8 @@ def test_a_pair_page_shows_each_state_and_queues_nothing(api: TestClient, databa
     assert "0.5" in table  # the difference in dimension, with its noise beside it
     assert 'id="accuracy-pick">v2' in page.text and "the picks agree" in page.text
     assert "does NOT show this rule beating ID accuracy" in page.text  # core/evidence.py's statement
-    assert _state(api.get(url + "&rule=logme").text) == "inconclusive"  # no run carries logme
+    by_logme = api.get(url.replace("rule=geometry", "rule=logme")).text
+    assert _state(by_logme) == "inconclusive"  # no run carries logme
     assert _state(api.get(url.replace("n_t=20", "n_t=30")).text) == "not-scored"
     assert count_jobs(database_url) == 0
 
@@ -50,9 +51,9 @@ def test_a_pair_page_shows_each_state_and_queues_nothing(api: TestClient, databa
 def test_a_verdict_within_the_noise_is_inconclusive(api: TestClient, database_url: str) -> None:
     for weights, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3)):
         _store(database_url, "regnet_x_400mf", weights, d, u, dimension=0.5, utilization=0.01)
-    page = api.get(f"/recommendations/regnet_x_400mf?{QUERY}").text
+    page = api.get(f"/recommendations/regnet_x_400mf?{QUERY}&rule=geometry").text
     assert _state(page) == "inconclusive" and "difference within noise" in page
-    index = html.unescape(api.get(f"/recommendations?{QUERY}").text)
+    index = html.unescape(api.get(f"/recommendations?{QUERY}&rule=geometry").text)
     assert f'href="/recommendations/regnet_x_400mf?{QUERY.replace(":", "%3A")}"' in index
     row = index.split('href="/recommendations/regnet_x_400mf?')[1].split("</tr>")[0]
     assert "inconclusive" in row

@@ -171,7 +171,7 @@ def test_recommendation_within_the_noise_of_repeats_is_undecided(api: TestClient
     for weights, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3)):
         model = {"source": "torchvision", "arch": "regnet_x_400mf", "weights": weights}
         stored_run(database_url, weights, {"dimension": d, "utilization": u}, model=model, stds=noise)
-    items = api.get(f"/v1/recommendations?{QUERY}&limit=100").json()["items"]
+    items = api.get(f"/v1/recommendations?{QUERY}&limit=100&rule=geometry").json()["items"]
     regnet = next(item for item in items if item["architecture"] == "regnet_x_400mf")
     assert regnet["verdict"] == "undecided"
     assert regnet["reason"].startswith("undecided: difference within noise (dimension p=")

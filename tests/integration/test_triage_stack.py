@@ -18,6 +18,7 @@ from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
 from zootriage.app.db.models import Job
 from zootriage.app.db.session import session_scope
+from zootriage.core.evidence import evidence_for, rule_key
 from zootriage.core.protocol import DEFAULT_REPEATS
 from zootriage.core.triage import MarkerRecord, rank, verdict
 from zootriage.core.zoo import v1_v2_pairs
@@ -25,7 +26,9 @@ from zootriage.core.zoo import v1_v2_pairs
 pytestmark = pytest.mark.slow  # real jobs through the stack
 
 MNIST = {"source": "builtin", "name": "mnist"}
-QUERY = "dataset=builtin:mnist&split=test&classes=2&per_class=6&n_t=20&points_per_class=6"
+# The geometry rule is named: these tests check its verdicts against core.triage (the product default
+# is whatever the pre-registered study chose, core/defaults.py).
+QUERY = "dataset=builtin:mnist&split=test&classes=2&per_class=6&n_t=20&points_per_class=6&rule=geometry"
 
 
 def _record(label: str, markers: dict[str, dict[str, Any]]) -> MarkerRecord:
@@ -56,6 +59,7 @@ def test_lenet5_pair_ranked_on_mnist(
         "dataset": MNIST,
         "sampling": {"split": "test"},  # the default: 20 × 5 repeats images per class, disjoint
         "protocol": {"n_t": 100, "points_per_class": 20},
+        "rule": "geometry",
     }
     pending = http.post("/v1/rankings", json=body)
     assert pending.status_code == 202, pending.text
@@ -105,7 +109,8 @@ def test_recommendation_for_a_v1_v2_architecture(triage_stack: TriageStack, clea
     assert body["v1"]["run_id"] != body["v2"]["run_id"]
     expected = verdict(_record("v1", body["v1"]["markers"]), _record("v2", body["v2"]["markers"]))
     assert (body["verdict"], body["reason"]) == (expected.decision, expected.reason)
-    assert body["rule"]["evidence_detail"]["pairs"] == 198
+    shipped = evidence_for(rule_key("geometry", "one_vs_rest", "none"))
+    assert shipped is not None and body["rule"]["evidence_detail"]["pairs"] == shipped.pairs
     assert body["picks_agree"] == (None if body["verdict"] == "undecided" else body["verdict"] == "v2")
     assert body["v1"]["markers"]["id_accuracy"]["value"] is None  # MNIST is not ImageNet's label space
 

@@ -12,6 +12,7 @@ from scipy import stats
 from zootriage.core.evidence import (
     EVIDENCE_PATH,
     build_evidence,
+    build_from_preregistered,
     evidence_for,
     load_evidence,
     rule_key,
@@ -19,12 +20,22 @@ from zootriage.core.evidence import (
     wilson,
 )
 
-RESULTS = Path(__file__).parents[2] / "docs" / "study" / "2026-11-30" / "results.json"
+RESULTS = Path(__file__).parents[2] / "docs" / "study" / "2026-12-02" / "results.json"
 
 
-def test_the_shipped_file_is_the_study_rebuilt() -> None:
-    rebuilt = build_evidence(json.loads(RESULTS.read_text()), "2026-11-30/default")
+def test_the_shipped_file_is_the_preregistered_study_rebuilt() -> None:
+    rebuilt = build_from_preregistered(json.loads(RESULTS.read_text()))
     assert rebuilt == json.loads(EVIDENCE_PATH.read_text())
+
+
+def test_the_first_study_still_builds_a_version_1_document(tmp_path: Path) -> None:
+    """The 2026-11-30 study (no pre-registration) keeps its own builder: 41 of 198 geometry picks."""
+    first = Path(__file__).parents[2] / "docs" / "study" / "2026-11-30" / "results.json"
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(build_evidence(json.loads(first.read_text()), "2026-11-30/default")))
+    found = evidence_for(rule_key("geometry", "one_vs_rest", "none"), path=path)
+    assert found is not None and found.pairs == 198 and found.win_rate == pytest.approx(41 / 198)
+    assert load_evidence(path)["version"] == 1 and not found.beats_id_accuracy
 
 
 def test_wilson_interval() -> None:
@@ -36,22 +47,35 @@ def test_wilson_interval() -> None:
 
 
 def test_the_shipped_geometry_rule_is_reported_as_not_beating_id_accuracy() -> None:
-    found = evidence_for(rule_key("geometry", "one_vs_rest", "none"))
-    assert found is not None and found.pairs == 198
-    assert found.win_rate == pytest.approx(41 / 198) and found.id_accuracy_win_rate == pytest.approx(65 / 198)
-    assert not found.beats_id_accuracy
-    assert "does NOT show this rule beating ID accuracy" in found.summary()
-    assert set(found.correlation_by_architecture) == {"cnn", "mlp"}
-    centred = evidence_for(rule_key("geometry", "one_vs_rest", "global"))
-    assert centred is not None and centred.beats_id_accuracy
+    """The pre-registered study's primary outcome (task A's probe): Δ's interval holds 0 under both
+    centrings, so neither variant is shown as beating ID accuracy, and the default is ID accuracy."""
+    results = json.loads(RESULTS.read_text())
+    for centering in ("none", "global"):
+        found = evidence_for(rule_key("geometry", "one_vs_rest", centering))
+        assert found is not None and found.outcome == "A:probe"
+        study = results["evidence"]["tasks"]["A"][centering]["outcomes"]["probe"]["geometry"]
+        assert found.pairs == study["eligible_pairs"] and found.win_rate == pytest.approx(study["accuracy"])
+        assert found.delta_ci is not None and found.delta_ci[0] < 0 < found.delta_ci[1]
+        assert not found.beats_id_accuracy
+        assert "does NOT show this rule beating ID accuracy" in found.summary()
+        assert set(found.correlation_by_architecture) == set()  # a two-marker rule has no ρ
+    dimension = evidence_for(rule_key("dimension", "one_vs_rest", "none"))
+    assert dimension is not None and set(dimension.correlation_by_architecture) == {
+        "cnn",
+        "mlp2",
+        "mlp4",
+        "resnet-w8",
+        "resnet-w16",
+    }
+    assert load_evidence()["default"]["rule"] == results["decision"]["rule"] == "id_accuracy"
 
 
 def test_rule_keys_and_missing_evidence() -> None:
     assert rule_key("dimension", "random", "global") == "dimension[random,global]"
     assert rule_key("logme", "random", "global") == "logme"
-    assert evidence_for("logme", outcome="blur") is not None
-    assert evidence_for("radius[one_vs_rest,none]") is None
-    assert "did not test rule radius[one_vs_rest,none]" in statement("radius[one_vs_rest,none]")
+    assert evidence_for("logme", outcome="B:fewshot_5") is not None
+    assert evidence_for("capacity[one_vs_rest,none]") is None
+    assert "did not test rule capacity[one_vs_rest,none]" in statement("capacity[one_vs_rest,none]")
 
 
 def test_another_version_is_refused(tmp_path: Path) -> None:
@@ -64,12 +88,21 @@ def test_another_version_is_refused(tmp_path: Path) -> None:
 def _v2(tmp_path: Path, delta_ci: list[float]) -> Path:
     """A version-2 document with one rule whose win rate alone would 'beat' ID accuracy."""
     entry = {
-        "pairs": 40, "win_rate": 0.9, "win_rate_ci": list(wilson(36, 40)), "undecided": None,
-        "delta": 0.2, "delta_ci": delta_ci, "p": 0.04, "exploratory": False,
+        "pairs": 40,
+        "win_rate": 0.9,
+        "win_rate_ci": list(wilson(36, 40)),
+        "undecided": None,
+        "delta": 0.2,
+        "delta_ci": delta_ci,
+        "p": 0.04,
+        "exploratory": False,
         "correlation_by_architecture": {"cnn": {"geometry": None}},
     }
     doc = {
-        "version": 2, "study": "s", "plan_commit": "c", "primary_outcome": "A:probe",
+        "version": 2,
+        "study": "s",
+        "plan_commit": "c",
+        "primary_outcome": "A:probe",
         "default": {"rule": "id_accuracy"},
         "outcomes": {
             "A:probe": {"id_accuracy_win_rate": 0.5, "rules": {"geometry[one_vs_rest,none]": entry}}
