@@ -149,6 +149,18 @@ def train_model(
         _save(checkpoint, state)
         if on_epoch is not None:
             on_epoch(epoch + 1, last_loss)
+    if ema is not None:
+        refresh_batch_norm(ema, x, recipe.batch_size)
     final = ema if ema is not None else model
     final.eval()
     return Trained(final, last_loss, nan_loss)
+
+
+@torch.no_grad()
+def refresh_batch_norm(model: nn.Module, x: torch.Tensor, batch_size: int) -> None:
+    """BatchNorm statistics recomputed for ``model``'s own weights: one pass over the (unaugmented)
+    training images, running means as plain averages (``torch.optim.swa_utils.update_bn``). Averaged
+    weights θ_ema with the live model's statistics are a mismatched pair: with decay 0.999 over a short
+    run θ_ema still lags the live weights by hundreds of steps, and the ResNets' v2 models evaluated at
+    29 % train accuracy for a training loss of 0.43. A model without BatchNorm is left as it is."""
+    torch.optim.swa_utils.update_bn(list(x.split(batch_size)), model)

@@ -28,7 +28,7 @@ from zootriage.core.backtest.recipes import (
 )
 from zootriage.core.backtest.splits import Images, load_task
 from zootriage.core.backtest.tables import accuracy_filter, kept
-from zootriage.core.backtest.training import train_model
+from zootriage.core.backtest.training import refresh_batch_norm, train_model
 from zootriage.core.glue import analyze
 from zootriage.core.study.probe import ProbeSplit
 
@@ -188,6 +188,29 @@ def test_a_non_finite_loss_marks_the_model_diverged_and_is_not_retrained(tmp_pat
     assert trained.nan_loss and math.isnan(trained.final_loss)
     state = torch.load(tmp_path / "m.pt", weights_only=True)
     assert state["nan"] and state["epoch"] == 3
+
+
+def test_ema_weights_get_batch_norm_statistics_of_their_own() -> None:
+    """The statistics after the refresh are those of the model's own activations on the images: the
+    mean of the per-batch means and of the per-batch unbiased variances (equal batches here), and
+    whatever they were before (the live model's) is gone. A model without BatchNorm is untouched."""
+    torch.manual_seed(0)
+    x = torch.randn(96, 5, dtype=torch.float64) * 3 + 1
+    linear = torch.nn.Linear(5, 4).double()
+    model = torch.nn.Sequential(linear, torch.nn.BatchNorm1d(4).double())
+    bn = model[1]
+    bn.running_mean.fill_(100.0)  # the live model's, for other weights
+    refresh_batch_norm(model, x, batch_size=32)
+    with torch.no_grad():
+        batches = [linear(b) for b in x.split(32)]
+    expected_mean = torch.stack([b.mean(0) for b in batches]).mean(0)
+    expected_var = torch.stack([b.var(0, unbiased=True) for b in batches]).mean(0)
+    assert torch.allclose(bn.running_mean, expected_mean, atol=1e-10)
+    assert torch.allclose(bn.running_var, expected_var, atol=1e-10)
+    plain = torch.nn.Sequential(torch.nn.Linear(5, 4).double())
+    before = [p.clone() for p in plain.parameters()]
+    refresh_batch_norm(plain, x, batch_size=32)
+    assert all(torch.equal(a, b) for a, b in zip(before, plain.parameters(), strict=True))
 
 
 def test_few_shot_nearest_class_mean() -> None:
