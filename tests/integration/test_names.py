@@ -277,6 +277,7 @@ def test_rankings_and_gates_call_candidates_by_name_then_file_name(
         "dataset": DIGITS,
         "sampling": SAMPLING.model_dump(mode="json"),
         "protocol": PROTOCOL.to_dict(),
+        "rule": "geometry",  # geometry and ID accuracy pick differently here: both labels are shown
     }
     ranked = api.post("/v1/rankings", json=body)
     assert ranked.status_code == 200, ranked.text

@@ -19,6 +19,7 @@ from torch import nn
 from tests.conftest import MNIST_RAW, export_program
 from tests.integration.jobs import job_body, upload, wait_held_mid_extraction
 from tests.integration.stack import Stack, TriageStack
+from zootriage.app.services.triage import triage_rule
 from zootriage.core.protocol import DEFAULT_REPEATS
 from zootriage.core.triage import MarkerRecord, rank
 
@@ -91,10 +92,11 @@ def test_a_sweep_of_three_models_ends_with_one_progress_and_a_ranking(
     ranking = sweep["ranking"]
     assert {e["label"] for e in ranking["entries"]} == set(digit_programs)
     assert {e["run_id"] for e in ranking["entries"]} == {m["run_id"] for m in sweep["jobs"]}
-    expected = rank([_record(e) for e in ranking["entries"]])
+    default = triage_rule(None)  # no rule named: the product's default (core/defaults.py)
+    expected = rank([_record(e) for e in ranking["entries"]], default)
     assert [e["label"] for e in ranking["entries"]] == [e.name for e in expected.entries]
     assert [e["rank"] for e in ranking["entries"]] == [e.rank for e in expected.entries]  # ties stay ties
-    assert ranking["pick"] == expected.pick and ranking["rule"]["name"] == "geometry"
+    assert ranking["pick"] == expected.pick and ranking["rule"]["name"] == default.name
     run = http.get(f"/v1/runs/{sweep['jobs'][0]['run_id']}").json()
     assert run["tags"] == {"sweep": "digits"}
 
