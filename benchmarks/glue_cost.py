@@ -5,12 +5,13 @@ default. Each row runs in its own process, so its peak RSS ("peak") is its own; 
 growth over the process with its input loaded. Neither includes the (n_t, n) signs and solutions
 beyond the measured draws: "model MB" (core.glue_cost.peak_bytes at n_t = 1000) does.
 A row runs a whole analysis of ``--n-t`` draws on the CPU: the solver (core.nnls, "solve s") and
-the rest ("rest s": N(t), the regime check and the geometry). Every stage is linear in the draws
-(blocks of draws are independent; the regime's certificates cost one product per distinct
-dichotomy, at most min(n_t, P)), so the time for n_t = 1000 is extrapolated linearly from the
-measured draws, an upper bound, and printed next to the model estimate of core.glue_cost.
+the rest ("rest s": N(t), the regime check and the geometry). The default measures n_t = 1000
+itself (about 7 minutes on the 2-core build machine, 5.5 of them for P = 1000); with a smaller
+``--n-t`` the time for 1000 draws is extrapolated linearly (an upper bound: blocks of draws are
+independent, and the regime's certificates cost one product per distinct dichotomy, at most
+min(n_t, P)). Printed next to the model estimate of core.glue_cost (single-core seconds).
 
-    .venv/bin/python benchmarks/glue_cost.py [--classes 10 100 1000] [--n-t 20]
+    .venv/bin/python benchmarks/glue_cost.py [--classes 10 100 1000] [--n-t 1000]
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def main() -> None:
     parser.add_argument("--classes", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--per-class", type=int, default=50)
     parser.add_argument("--dim", type=int, default=2048)
-    parser.add_argument("--n-t", type=int, default=20, help="draws measured per row (time scaled to 1000)")
+    parser.add_argument("--n-t", type=int, default=1000, help="draws measured per row (time scaled to 1000)")
     args = parser.parse_args()
     print(f"CPU, {torch.get_num_threads()} torch threads, load average {os.getloadavg()[0]:.2f}")
     print(f"M={args.per_class} N={args.dim}, measured at n_t={args.n_t}, time scaled to n_t=1000")

@@ -23,6 +23,7 @@ scale), on whatever device the inputs live.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -32,7 +33,9 @@ PINV_RTOL = 1e-10
 ACTIVE_RTOL = 1e-12
 # Squared norms (and eigenvalues) below this count as zero; the points have unit RMS norm.
 NORM_FLOOR = 1e-20
-_CHUNK_ELEMENTS = 1 << 23
+# Entries of one chunk's (draws × slots × r) tensors: 2 MB, so they stay in cache and below the
+# allocator's mmap threshold (a fresh 64 MB tensor per chunk page-faults its way in, 2× slower).
+_CHUNK_ELEMENTS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ def effective_geometry(
     t: torch.Tensor,
     lam: torch.Tensor,
     n_crit: float,
+    workers: int = 1,
 ) -> Geometry:
     """The markers of the module docstring from the draws t (n_t, r) and their solutions λ (n_t, n).
 
@@ -118,7 +122,9 @@ def effective_geometry(
     support of λ is touched (|S| ≈ N(t) points per draw, not n) and each draw's matrices are over
     its active manifolds only (|A_k| ≤ |S|, not P): draw k's active classes sit in compact slots
     0..|A_k|−1, padded with zero rows that the pseudo-inverses and the pair masks ignore. So time
-    is O(n_t·|S|·r + n_t·|A|³) and memory O(chunk·|A|·r), whatever P and n.
+    is O(n_t·|S|·r + n_t·|A|³) and memory O(chunk·|A|·r), whatever P and n. On the CPU the chunks
+    are shared among ``workers`` threads (each op on the caller's intra-op threads: one, inside
+    ``core.glue.analyze``), their sums added in chunk order so the answer does not depend on it.
     """
     n_t, r, dev, dt = lam.shape[0], points.shape[1], lam.device, lam.dtype
     rows, cols = lam.nonzero(as_tuple=True)
@@ -140,47 +146,69 @@ def effective_geometry(
     cc = centers @ centers.T
     sq_c = cc.diagonal()
     c_dir = sq_c > NORM_FLOOR
+    # Class P is a zero row: the id of every unused slot, so gathers need no masking.
+    centers_pad = torch.nn.functional.pad(centers, (0, 0, 0, 1))
+    cc_pad = torch.nn.functional.pad(cc, (0, 1, 0, 1))
+    sq_c_pad, c_dir_pad = cc_pad.diagonal(), torch.nn.functional.pad(c_dir, (0, 1))
 
     slot = active.cumsum(dim=1) - 1  # draw k's active class μ sits in slot[k, μ]
     width = max(1, int(active.sum(dim=1).max()) if n_t else 1)
-    sums = {"a": 0.0, "b": 0.0, "axis": 0.0, "axis_n": 0.0, "ca": 0.0, "ca_n": 0.0}
+    # Each entry's bag: its (draw, slot) pair, entries ordered by bag for embedding_bag.
+    bag = rows * width + slot[rows, cls]
+    bag, order = bag.sort(stable=True)
+    cols, coeff = cols[order], coeff[order]
     step = max(1, _CHUNK_ELEMENTS // (width * r))
     off_diag = ~torch.eye(width, dtype=torch.bool, device=dev)
-    bounds = torch.searchsorted(rows, torch.arange(0, n_t + step, step, device=dev)).tolist()
-    for j, start in enumerate(range(0, n_t, step)):
-        b = min(step, n_t - start)
-        ent = slice(bounds[j], bounds[j + 1])
-        # Slot ids and masks: ids[k, a] is the class in slot a of draw start + k.
-        k_act, mu_act = active[start : start + b].nonzero(as_tuple=True)
-        pos = slot[start + k_act, mu_act]
-        ids = torch.zeros((b, width), dtype=torch.long, device=dev)
-        ids[k_act, pos] = mu_act
-        valid = torch.zeros((b, width), dtype=torch.bool, device=dev)
-        valid[k_act, pos] = True
-        mask = valid.to(dt)
-        # Anchors S (b, width, r), then the axis parts S¹ = S − S⁰ on valid slots.
-        flat = (rows[ent] - start) * width + slot[rows[ent], cls[ent]]
-        weights = torch.sparse_coo_tensor(
-            torch.stack([flat, cols[ent]]), coeff[ent], (b * width, points.shape[0]), check_invariants=False
-        )
-        anchors = torch.sparse.mm(weights, points)
-        c_slots = centers[ids] * mask[:, :, None]
-        s1 = anchors.view(b, width, r) - c_slots  # both zero on unused slots
-        t1 = torch.einsum("bpr,br->bp", s1, t[start : start + b])
-        g1 = s1 @ s1.transpose(1, 2)
-        g0 = cc[ids[:, :, None], ids[:, None, :]] * mask[:, :, None] * mask[:, None, :]
-        sums["a"] += float(_quad_pinv(g1, t1).sum())
-        sums["b"] += float(_quad_pinv(g0 + g1, t1).sum())
 
+    def chunk(start: int) -> torch.Tensor:
+        """The six sums of the draws start..start+b: Σa, Σb, Σ|cos| axis, its pair count, Σ|cos|
+        centre-axis, its pair count."""
+        b = min(step, n_t - start)
+        # Slot ids and masks: ids[k, a] is the class in slot a of draw start + k (P when unused).
+        k_act, mu_act = active[start : start + b].nonzero(as_tuple=True)
+        ids = torch.full((b, width), n_classes, dtype=torch.long, device=dev)
+        ids[k_act, slot[start + k_act, mu_act]] = mu_act
+        valid = ids < n_classes
+        # Anchors S (b, width, r): bag (k, a) sums coeff · x over its support entries (empty bags
+        # give zero rows); then the axis parts S¹ = S − S⁰, zero on unused slots.
+        first = torch.arange(start * width, (start + b) * width + 1, device=dev)
+        edges = torch.searchsorted(bag, first)
+        ent = slice(int(edges[0]), int(edges[-1]))
+        anchors = torch.nn.functional.embedding_bag(
+            cols[ent], points, edges[:-1] - edges[0], mode="sum", per_sample_weights=coeff[ent]
+        )
+        c_slots = torch.index_select(centers_pad, 0, ids.view(-1)).view(b, width, r)
+        s1 = anchors.view(b, width, r).sub_(c_slots)
+        # One batched product for S¹S¹ᵀ, S¹S⁰ᵀ and S¹t: tiny products waste most of a bmm call.
+        prods = s1 @ torch.cat([s1, c_slots, t[start : start + b, None, :]], dim=1).transpose(1, 2)
+        g1, s1_c0, t1 = prods[:, :, :width], prods[:, :, width:-1], prods[:, :, -1]
+        g0 = torch.take(cc_pad, ids[:, :, None] * (n_classes + 1) + ids[:, None, :])
         sq_s1 = g1.diagonal(dim1=1, dim2=2)
         usable = valid & (sq_s1 > NORM_FLOOR)
         pair = usable[:, :, None] & usable[:, None, :] & off_diag
-        sums["axis"] += float(_abs_cos(g1, sq_s1, sq_s1)[pair].sum()) / 2
-        sums["axis_n"] += float(pair.sum()) / 2
         # |cos(s⁰_μ, s¹_ν(k))| for μ ≠ ν both active at k; rows ν, columns μ.
-        pair_c = usable[:, :, None] & (valid & c_dir[ids])[:, None, :] & off_diag
-        sums["ca"] += float(_abs_cos(s1 @ c_slots.transpose(1, 2), sq_s1, sq_c[ids])[pair_c].sum())
-        sums["ca_n"] += float(pair_c.sum())
+        pair_c = usable[:, :, None] & c_dir_pad[ids][:, None, :] & off_diag
+        cos_ca = _abs_cos(s1_c0, sq_s1, sq_c_pad[ids])
+        return torch.stack(
+            [
+                _quad_pinv(g1, t1).sum(),
+                _quad_pinv(g0 + g1, t1).sum(),
+                _abs_cos(g1, sq_s1, sq_s1)[pair].sum() / 2,
+                pair.sum().to(dt) / 2,
+                cos_ca[pair_c].sum(),
+                pair_c.sum().to(dt),
+            ]
+        )
+
+    starts = range(0, n_t, step)
+    if workers > 1 and len(starts) > 1 and dev.type == "cpu":
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(chunk, starts))
+    else:
+        parts = [chunk(start) for start in starts]
+    # Added in chunk order whatever the threads: the same sums as one thread, to the last bit.
+    total = torch.stack(parts).sum(dim=0).tolist() if parts else [0.0] * 6
+    sums = dict(zip(("a", "b", "axis", "axis_n", "ca", "ca_n"), total, strict=True))
 
     mean_a, mean_b = sums["a"] / n_t, sums["b"] / n_t
 

@@ -16,9 +16,12 @@ Two solvers:
 * :func:`solve_batched`: the Lawson–Hanson active-set method in its Gram form (Bro & de Jong, 1997,
   "A fast non-negativity-constrained least squares algorithm"), run on all draws at once in torch.
   Each outer step adds the most violated index to every unfinished draw's passive set; the small
-  passive systems G_SS s = b_S are solved through Cholesky factors that grow by one row per added
-  index, and the gradient of all draws is one sparse-times-dense product with the shared K (λ has
-  only |S| non-zeros per draw). Past 8192 points (and twice the rank) K is never formed:
+  passive systems G_SS s = b_S are solved through Cholesky factors G_SS = LLᵀ that grow by one row
+  per added index, with z = L⁻¹b_S growing by one entry, so a step's solve is one back
+  substitution; the gradient of all draws is one weighted sum of |S| rows of the shared K per draw
+  (λ has only |S| non-zeros). The entering rule and the inner loop are scipy's, so where λ is not
+  unique (more points than dimensions) both take the same path to the same solution, as the tests
+  check. Past 8192 points (and twice the rank) K is never formed:
   passive blocks come from the active points' coordinates and the gradient A_kᵀ(t_k − A_kλ) is two
   products through the r × n point matrix, so memory and time per step grow linearly in n.
   Finished draws leave the batch, so the cost follows the sum of the draws' iteration counts rather
@@ -29,7 +32,6 @@ Two solvers:
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
@@ -45,6 +47,8 @@ _ENTER_RTOL = 1e-10
 _KKT_RTOL = 1e-7
 # Memory bound for one batch: draws × points entries per dense (B, n) tensor.
 _BATCH_ELEMENTS = 1 << 22
+# Smallest block cut to give a thread work of its own: below it the per-step overhead dominates.
+_MIN_BLOCK = 64
 Route = Literal["auto", "gram", "primal"]
 # Largest point count whose n × n Gram matrix the solver forms (8192² float64 = 512 MB).
 GRAM_POINTS_MAX = 8192
@@ -73,7 +77,8 @@ def solve_batched(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Solve all draws with the batched Lawson–Hanson method on ``points.device``.
 
-    ``points`` (n, r), ``signs`` (B, n) of ±1, ``t`` (B, r), all float64 on one device. Returns
+    ``points`` (n, r), ``signs`` (B, n) of ±1 (any dtype: each block is converted to the points'),
+    ``t`` (B, r), all on one device, the points and ``t`` float64. Returns
     λ (B, n) and a boolean (B,) mask of the draws whose solution passed the KKT check. ``cancel`` is
     polled at every Lawson–Hanson step of every block of draws (``core.errors.Cancelled`` stops the
     solve): one block of a large problem can take seconds. ``route`` picks how products with
@@ -84,17 +89,16 @@ def solve_batched(
     ``workers`` Python threads (default: torch's thread count on entry, which the worker sets to its
     share of the cores, ``core.threads``), every operation on one intra-op thread: blocks are
     independent, so no thread waits for another (unlike OpenMP's barrier per operation), and torch
-    releases the GIL inside each operation. A block is never cut smaller to feed a thread: the
-    per-step Python overhead of two half blocks cost more than the second core gave at P = 10 on
-    the loaded build machine (2.0 s against 2.4 s), while past a few thousand points every block is
-    heavy and there are several. On a GPU one block at a time is launched from the calling thread.
+    releases the GIL inside each operation. When the draws fit in fewer memory-bounded blocks than
+    there are threads, they are cut into one block per thread (``block_size``). On a GPU one block
+    at a time is launched from the calling thread.
     """
     n, r = points.shape
     use_gram = uses_gram(n, r) if route == "auto" else route == "gram"
     lam = torch.zeros(signs.shape, dtype=points.dtype, device=points.device)
     ok = torch.zeros(signs.shape[0], dtype=torch.bool, device=points.device)
     threads = 1 if points.device.type != "cpu" else max(1, workers or torch.get_num_threads())
-    step = max(1, _BATCH_ELEMENTS // max(n, 1))
+    step = block_size(signs.shape[0], n, threads)
     blocks = [slice(start, start + step) for start in range(0, signs.shape[0], step)]
     with single_threaded(points.device):  # small dense steps: see core.threads
         cloud = _Cloud(points, use_gram)
@@ -115,6 +119,25 @@ def solve_batched(
                     for waiting in futures:
                         waiting.cancel()
     return lam, ok
+
+
+def block_size(draws: int, n: int, threads: int) -> int:
+    """Draws per block: at most ``_BATCH_ELEMENTS`` // n (memory), and as many blocks as a multiple of
+    ``threads``, of even size, so that no thread idles while another finishes a last block, but no
+    block below ``_MIN_BLOCK`` draws unless memory asks for it.
+
+    Splitting pays although each block then runs every Lawson–Hanson step with its own Python
+    overhead: on the 2-core build machine (P = 10 × M = 50, N = 512, n_t = 1000, whole analysis)
+    two blocks of 500 on two threads took 0.26 s against 0.37 s for one block of 1000, and 0.41 s
+    against 0.69 s while two busy processes competed for the cores (the scheduler shares the cores
+    per thread, so two threads also get a larger share of a contended machine).
+    """
+    step = max(1, _BATCH_ELEMENTS // max(n, 1))
+    if threads <= 1:
+        return step
+    blocks = -(-draws // step)
+    blocks = -(-blocks // threads) * threads
+    return max(-(-draws // blocks), min(step, _MIN_BLOCK))
 
 
 def uses_gram(n: int, r: int) -> bool:
@@ -147,22 +170,37 @@ class _Cloud:
     def block(self, idx: torch.Tensor) -> torch.Tensor:
         """K_SS for each draw's slots ``idx`` (B, C) → (B, C, C)."""
         if self.gram is not None:
-            return self.gram[idx[:, :, None], idx[:, None, :]]
+            return torch.take(self.gram, idx[:, :, None] * (self.n + 1) + idx[:, None, :])
         x_s = self.points[idx.clamp(max=self.n - 1)]
         return x_s @ x_s.transpose(1, 2)
 
     def row(self, enter: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         """K_{j,S}: the inner products of point ``enter[b]`` with draw b's slots ``idx`` → (B, C)."""
         if self.gram is not None:
-            return self.gram[enter].gather(1, idx)
+            return torch.take(self.gram, enter[:, None] * (self.n + 1) + idx)
         x_s = self.points[idx.clamp(max=self.n - 1)]
         return (x_s @ self.points[enter].unsqueeze(-1)).squeeze(-1)
 
-    def times(self, signed: torch.Tensor) -> torch.Tensor:
-        """(B, n) sparse σ⊙λ times K → dense (B, n+1), zero in the dummy column."""
+    def times(self, idx: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """K times each draw's slot vector (point ``idx[b, c]`` weighted ``values[b, c]``; slots
+        pointing at the dummy n are skipped) → dense (B, n+1), zero in the dummy column.
+
+        A weighted sum of the |S| rows of K that draw b uses (``embedding_bag`` over the used slots
+        only, one bag per draw: B·|S|·n, no sparse matrix built, no sort); on the primal route the
+        same sum over the points' coordinates, then one dense product with Xᵀ."""
+        used = idx < self.n
+        offsets = torch.nn.functional.pad(used.sum(dim=1).cumsum(0)[:-1], (1, 0))
+        table = self.gram if self.gram is not None else self.points
+        out = torch.nn.functional.embedding_bag(
+            idx[used], table, offsets, mode="sum", per_sample_weights=values[used]
+        )
         if self.gram is not None:
-            return signed @ self.gram[: self.n]
-        return torch.nn.functional.pad((signed @ self.points) @ self.points.T, (0, 1))
+            return out
+        # Written straight into a zero-padded (B, n+1) array (a strided view: the BLAS takes its row
+        # stride), not padded afterwards: at P = 1000 each such copy is 33 MB per block.
+        full = torch.zeros((idx.shape[0], self.n + 1), dtype=out.dtype, device=out.device)
+        full[:, : self.n].addmm_(out, self.points.T)
+        return full
 
 
 class _Problems:
@@ -176,8 +214,8 @@ class _Problems:
     def __init__(self, cloud: _Cloud, signs: torch.Tensor, t: torch.Tensor):
         points = cloud.points
         self.cloud, self.n = cloud, cloud.n
-        self.signs = torch.nn.functional.pad(signs, (0, 1), value=1.0)
-        self.b = torch.nn.functional.pad(signs * (t @ points.T), (0, 1))
+        self.signs = torch.nn.functional.pad(signs.to(points.dtype), (0, 1), value=1.0)
+        self.b = torch.nn.functional.pad(t @ points.T, (0, 1)).mul_(self.signs)
         scale = t.norm(dim=1) * cloud.sq_norms.max().sqrt()
         self.scale = torch.clamp(scale, min=torch.finfo(points.dtype).tiny)
 
@@ -192,27 +230,11 @@ class _Problems:
         out = torch.zeros((idx.shape[0], self.n + 1), dtype=values.dtype, device=values.device)
         return out.scatter_add_(1, idx, values)[:, : self.n]
 
-    def sparse(self, idx: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        """Slot values as a (B, n) CSR matrix (the dummy slots dropped): a draw's λ has only |S| ≪ n
-        non-zeros, so products with it cost B·|S|·n instead of the dense B·n²."""
-        order = idx.argsort(dim=1)
-        cols = idx.gather(1, order)
-        used = cols < self.n
-        crow = torch.nn.functional.pad(used.sum(dim=1).cumsum(0), (1, 0))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "CSR support is in beta"
-            return torch.sparse_csr_tensor(
-                crow,
-                cols[used],
-                values.gather(1, order)[used],
-                size=(idx.shape[0], self.n),
-                check_invariants=False,
-            )
-
     def gradient(self, idx: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """w = b − Gλ = b − σ ⊙ (K (σ ⊙ λ)) as (B, n+1), λ given by its slots (w = 0 at the dummy)."""
-        signed = self.sparse(idx, self.signs.gather(1, idx) * x)
-        return self.b - self.signs * self.cloud.times(signed)
+        """w = b − Gλ = b − σ ⊙ (K (σ ⊙ λ)) as (B, n+1), λ given by its slots (zero on unused ones;
+        w = 0 at the dummy). λ has only |S| ≪ n non-zeros, so this costs B·|S|·n, not B·n²."""
+        product = self.cloud.times(idx, self.signs.gather(1, idx) * x)
+        return torch.addcmul(self.b, self.signs, product, value=-1, out=product)  # in place
 
     def factor(self, idx: torch.Tensor, used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Cholesky factors of the packed passive systems G_SS (identity on unused slots), and a (B,)
@@ -223,20 +245,26 @@ class _Problems:
         chol, info = torch.linalg.cholesky_ex(g_ss)
         return chol, info == 0
 
-    def solve(self, idx: torch.Tensor, used: torch.Tensor, chol: torch.Tensor) -> torch.Tensor:
-        """Unconstrained minimiser on each passive set, s_S = G_SS⁻¹ b_S, as slot values (0 if unused)."""
+    def forward(self, idx: torch.Tensor, used: torch.Tensor, chol: torch.Tensor) -> torch.Tensor:
+        """z = L⁻¹ b_S for the packed passive systems G_SS = LLᵀ (zero on unused slots)."""
         b_s = (self.b.gather(1, idx) * used).unsqueeze(-1)
-        # Two batched triangular solves: the same numbers as cholesky_solve, which loops over the batch.
-        z = torch.linalg.solve_triangular(chol, b_s, upper=False)
-        return torch.linalg.solve_triangular(chol.transpose(1, 2), z, upper=True).squeeze(-1) * used
+        return torch.linalg.solve_triangular(chol, b_s, upper=False).squeeze(-1)
+
+
+def _back(chol: torch.Tensor, z: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """The unconstrained minimiser on each passive set, s_S = G_SS⁻¹ b_S = L⁻ᵀ z, as slot values (0 if
+    unused): one batched triangular solve (cholesky_solve would loop over the batch)."""
+    s = torch.linalg.solve_triangular(chol.transpose(1, 2), z.unsqueeze(-1), upper=True)
+    return s.squeeze(-1) * used
 
 
 class _Active:
     """The unfinished draws of a block with their passive sets.
 
     Slots are compact: draw b's passive indices sit in ``idx[b, :count[b]]``, the rest point at the
-    dummy n. ``chol`` holds the Cholesky factor of each packed G_SS (identity on unused slots); adding
-    an index appends one row to it (O(C²) instead of refactoring in O(C³)).
+    dummy n. ``chol`` holds the Cholesky factor of each packed G_SS (identity on unused slots) and
+    ``z`` = L⁻¹ b_S; adding an index appends one row to the factor (O(C²) instead of refactoring in
+    O(C³)) and one entry to z, so each step's passive solve is a single back substitution.
     """
 
     def __init__(self, prob: _Problems):
@@ -247,6 +275,7 @@ class _Active:
         self.x = torch.zeros((b, 8), dtype=prob.b.dtype, device=dev)
         self.count = torch.zeros(b, dtype=torch.long, device=dev)
         self.chol = torch.eye(8, dtype=prob.b.dtype, device=dev).repeat(b, 1, 1)
+        self.z = torch.zeros((b, 8), dtype=prob.b.dtype, device=dev)
 
     def used(self) -> torch.Tensor:
         return torch.arange(self.idx.shape[1], device=self.idx.device)[None, :] < self.count[:, None]
@@ -255,19 +284,19 @@ class _Active:
         keep = mask.nonzero(as_tuple=True)[0]
         self.prob = self.prob.take(keep)
         self.rows, self.idx, self.x = self.rows[keep], self.idx[keep], self.x[keep]
-        self.count, self.chol = self.count[keep], self.chol[keep]
+        self.count, self.chol, self.z = self.count[keep], self.chol[keep], self.z[keep]
 
     def append(self, enter: torch.Tensor) -> torch.Tensor:
         """Add index ``enter[b]`` to every draw's passive set by a rank-one extension of its factor:
-        l = L⁻¹ g_S, d = sqrt(g_jj − ‖l‖²). Returns the mask of draws where this worked (d > 0)."""
+        l = L⁻¹ g_S, d = sqrt(g_jj − ‖l‖²), and z_j = (b_j − l·z) / d. Returns the mask of draws where
+        this worked (d > 0)."""
         slots = self.idx.shape[1]
         if int(self.count.max()) == slots:
-            # Grow in steps of 16: the packed systems cost O(C²) per draw, so C stays near the largest |S|.
-            self.idx = torch.nn.functional.pad(self.idx, (0, 16), value=self.prob.n)
-            self.x = torch.nn.functional.pad(self.x, (0, 16))
-            old = self.chol
-            self.chol = torch.eye(slots + 16, dtype=old.dtype, device=old.device).repeat(old.shape[0], 1, 1)
-            self.chol[:, :slots, :slots] = old
+            # Grow in steps of 8: the packed systems cost O(C²) per draw, so C stays near the largest |S|.
+            self.idx = torch.nn.functional.pad(self.idx, (0, 8), value=self.prob.n)
+            self.x = torch.nn.functional.pad(self.x, (0, 8))
+            self.chol = _widen(self.chol, slots + 8)
+            self.z = torch.nn.functional.pad(self.z, (0, 8))
         prob, used = self.prob, self.used()
         sig_e = prob.signs.gather(1, enter[:, None])
         g = prob.cloud.row(enter, self.idx) * prob.signs.gather(1, self.idx) * sig_e * used
@@ -278,10 +307,20 @@ class _Active:
         here = ok.nonzero(as_tuple=True)[0]
         pos = self.count[here]
         self.chol[here, pos, :] = l_row[here]
-        self.chol[here, pos, pos] = d2[here].sqrt()
+        d = d2[here].sqrt()
+        self.chol[here, pos, pos] = d
+        b_j = prob.b.gather(1, enter[:, None]).squeeze(1)
+        self.z[here, pos] = (b_j - (l_row * self.z).sum(dim=1))[here] / d
         self.idx[here, pos] = enter[here]
         self.count[here] += 1
         return ok
+
+
+def _widen(chol: torch.Tensor, width: int) -> torch.Tensor:
+    """Factors (B, C, C) padded to (B, width, width) with identity rows (unused slots)."""
+    out = torch.eye(width, dtype=chol.dtype, device=chol.device).repeat(chol.shape[0], 1, 1)
+    out[:, : chol.shape[1], : chol.shape[1]] = chol
+    return out
 
 
 def _solve_block(
@@ -289,11 +328,11 @@ def _solve_block(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lawson–Hanson on one block of draws; see the module docstring."""
     n_draws, n = signs.shape
-    points = cloud.points
+    dev, dt = cloud.points.device, cloud.points.dtype
     full = _Problems(cloud, signs, t)
     act = _Active(full)
-    out_idx = torch.full((n_draws, 1), n, dtype=torch.long, device=points.device)
-    out_x = torch.zeros((n_draws, 1), dtype=points.dtype, device=points.device)
+    out_idx = torch.full((n_draws, 1), n, dtype=torch.long, device=dev)
+    out_x = torch.zeros((n_draws, 1), dtype=dt, device=dev)
 
     def finish(mask: torch.Tensor) -> None:
         nonlocal out_idx, out_x
@@ -305,10 +344,12 @@ def _solve_block(
         out_x[act.rows[mask], :width] = act.x[mask]
         act.keep(~mask)
 
-    w = full.b
+    w = full.b.clone()  # every step's gradient is a fresh tensor the loop may overwrite
     for _ in range(3 * n + 10):
         stop_if_cancelled(cancel)
-        w_max, enter = w.scatter(1, act.idx, -torch.inf)[:, :n].max(dim=1)
+        # Passive indices cannot enter. The dummy column n (w = 0, or −∞ once an unused slot points
+        # at it) wins only when no real index has w > 0, and then the draw is done anyway.
+        w_max, enter = w.scatter_(1, act.idx, -torch.inf).max(dim=1)
         done = w_max <= _ENTER_RTOL * act.prob.scale
         if bool(done.any()):
             finish(done)
@@ -326,9 +367,10 @@ def _solve_block(
             finish(stalled)
             if act.rows.numel() == 0:
                 break
+        del w  # the old gradient goes before the new one is made: (B, n+1) each
         w = act.prob.gradient(act.idx, act.x)
     else:
-        finish(torch.ones(act.rows.shape, dtype=torch.bool, device=points.device))
+        finish(torch.ones(act.rows.shape, dtype=torch.bool, device=dev))
     lam = full.dense(out_idx, out_x)
     return lam, _kkt_holds(full, out_idx, out_x, lam)
 
@@ -341,7 +383,7 @@ def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
     ``act`` in place; returns the final s and a mask of draws whose passive systems stayed solvable.
     """
     prob, n = act.prob, act.prob.n
-    s = prob.solve(act.idx, act.used(), act.chol)
+    s = _back(act.chol, act.z, act.used())
     alive = torch.ones(s.shape[0], dtype=torch.bool, device=s.device)
     todo = ((s <= 0) & act.used()).any(dim=1).nonzero(as_tuple=True)[0]
     while todo.numel():
@@ -358,8 +400,9 @@ def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
         act.idx[todo], act.x[todo], act.count[todo] = idx, x.gather(1, order) * stay, stay.sum(dim=1)
         sub = prob.take(todo)
         chol, ok = sub.factor(idx, stay)
-        act.chol[todo] = chol
-        sub_s = sub.solve(idx, stay, chol)
+        z = sub.forward(idx, stay, chol)
+        act.chol[todo], act.z[todo] = chol, z
+        sub_s = _back(chol, z, stay)
         ok &= torch.isfinite(sub_s).all(dim=1)
         s[todo], alive[todo] = torch.where(ok[:, None], sub_s, 0.0), ok
         todo = todo[ok & ((sub_s <= 0) & stay).any(dim=1)]

@@ -12,7 +12,7 @@ import torch
 
 from zootriage.core.capacity_sim import simulated_capacity
 from zootriage.core.examples import REFERENCE, REFERENCE_FIELDS, example, gaussian_manifolds, relu_like
-from zootriage.core.glue import MARKERS, analyze, glue_inputs, solve_draws
+from zootriage.core.glue import MARKERS, analyze, cone_points, glue_inputs, solve_draws
 from zootriage.core.glue import _summarize as summarize
 from zootriage.core.glue_geometry import anchor_coefficients, anchor_points
 from zootriage.core.glue_regime import separable_fraction
@@ -53,6 +53,20 @@ def test_kkt_n_of_t_is_projection_on_active_anchors(name, centering):
         st = s @ t[k]
         proj = st @ np.linalg.pinv(s @ s.T, rcond=1e-12) @ st if s.size else 0.0
         assert d.n_of_t[k].item() == pytest.approx(proj, rel=1e-8, abs=1e-10)
+
+
+def test_cone_points_are_the_dense_product_over_the_support():
+    """A_kλ_k through λ's support (bags of points) equals the dense (σ ⊙ λ) X, draws with no
+    support (λ = 0: the first, one in the middle and the last) included."""
+    x, y = small_relu()
+    d = draws(x, y, n_t=50)
+    lam = d.lam.clone()
+    lam[[0, 17, -1]] = 0.0
+    dense = (d.signs * lam) @ d.points
+    cone = cone_points(d.signs, lam, d.points)
+    assert torch.allclose(cone, dense, rtol=0, atol=1e-12)
+    assert not cone[[0, 17, -1]].any()
+    assert torch.allclose(d.cone, (d.signs * d.lam) @ d.points, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(DATASETS))
