@@ -1,9 +1,11 @@
 """GLUE cost at scale on the CPU: the table of docs/glue_cost.md.
 
 Synthetic ReLU-like data, M = 50 points per class, N = 2048, one-vs-rest; P = 10, 100, 1000 by
-default. Each row runs in its own process, so its peak RSS ("peak") is its own; "RSS+" is the
-growth over the process with its input loaded. Neither includes the (n_t, n) signs and solutions
-beyond the measured draws: "model MB" (core.glue_cost.peak_bytes at n_t = 1000) does.
+default. Each row runs in its own process, so its peak RSS ("peak", the high-water mark restarted
+once the input is loaded and the libraries warmed up: Linux's /proc/self/clear_refs) is the
+analysis's own, with the process's libraries and input; "RSS+" is its growth over that process.
+With ``--n-t`` below 1000 neither includes the (n_t, n) signs and solutions beyond the measured
+draws: "model MB" (core.glue_cost.peak_bytes at n_t = 1000) does.
 A row runs a whole analysis of ``--n-t`` draws on the CPU: the solver (core.nnls, "solve s") and
 the rest ("rest s": N(t), the regime check and the geometry). The default measures n_t = 1000
 itself (about 7 minutes on the 2-core build machine, 5.5 of them for P = 1000); with a smaller
@@ -32,17 +34,29 @@ import numpy as np, torch
 from zootriage.core.examples import relu_like
 from zootriage.core.glue import solve_draws, glue_inputs, _summarize
 
+def status(field):  # kB fields of /proc/self/status, in bytes
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+
 p, m, dim, n_t = (int(a) for a in sys.argv[1:])
 feats, classes, n_classes = glue_inputs(*relu_like(seed=0, n_classes=p, per_class=m, dim=dim))
 args = (np.random.SeedSequence(0), n_t, "none", "one_vs_rest", "fast", torch.device("cpu"))
-_summarize(solve_draws(feats[: 2 * m], classes[: 2 * m], 2, *args))  # warm up: libraries, pools
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+workers = torch.get_num_threads()
+_summarize(solve_draws(feats[: 2 * m], classes[: 2 * m], 2, *args), workers)  # warm up: libraries, pools
+before = status("VmRSS")
+try:  # the high-water mark restarts here: making the data peaked higher than holding it
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+    high = lambda: status("VmHWM")
+except OSError:
+    high = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 start = time.perf_counter()
 d = solve_draws(feats, classes, n_classes, *args)
 solved = time.perf_counter()
-result = _summarize(d)
+result = _summarize(d, workers)
 done = time.perf_counter()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = high()
 print(json.dumps({"solve": solved - start, "rest": done - solved, "before": before, "peak": peak,
                   "fallback": d.n_fallback, "rank": int(d.points.shape[1]),
                   "active": float((d.lam > 0).sum(dim=1).double().mean()), "n_crit": result.n_crit,

@@ -138,9 +138,13 @@ def effective_geometry(
     counts = active.sum(dim=0)
     # s⁰_μ = Σ_k s_μ(k)/count_μ = Σ_i (Σ_k coeff_{k,i}) x_i / count_μ: only the support's points.
     weight = torch.zeros(points.shape[0], dtype=dt, device=dev).index_add_(0, cols, coeff)
+    # One bag of support points per class (no (|support|, r) temporaries: 0.3 GB at P = 1000).
     used = weight.nonzero(as_tuple=True)[0]
-    centers = torch.zeros((n_classes, r), dtype=dt, device=dev)
-    centers.index_add_(0, classes[used], weight[used, None] * points[used])
+    used = used[torch.argsort(classes[used], stable=True)]
+    class_starts = torch.searchsorted(classes[used], torch.arange(n_classes, device=dev))
+    centers = torch.nn.functional.embedding_bag(
+        used, points, class_starts, mode="sum", per_sample_weights=weight[used]
+    )
     has_center = counts > 0
     centers = centers / torch.where(has_center, counts, torch.ones_like(counts))[:, None].to(dt)
     cc = centers @ centers.T

@@ -164,7 +164,7 @@ class _Cloud:
         # The points themselves, not a padded copy (0.8 GB at P = 1000 × M = 50 × N = 2048): on
         # the primal route the dummy slot n reads point n − 1, whose products every caller masks.
         self.points = points
-        self.sq_norms = points.square().sum(dim=1)
+        self.sq_norms = torch.linalg.vector_norm(points, dim=1).square()  # no (n, r) temporary
         self.gram = torch.nn.functional.pad(points @ points.T, (0, 1, 0, 1)) if use_gram else None
 
     def block(self, idx: torch.Tensor) -> torch.Tensor:
@@ -344,12 +344,10 @@ def _solve_block(
         out_x[act.rows[mask], :width] = act.x[mask]
         act.keep(~mask)
 
-    w = full.b.clone()  # every step's gradient is a fresh tensor the loop may overwrite
-    for _ in range(3 * n + 10):
+    for step in range(3 * n + 10):
         stop_if_cancelled(cancel)
-        # Passive indices cannot enter. The dummy column n (w = 0, or −∞ once an unused slot points
-        # at it) wins only when no real index has w > 0, and then the draw is done anyway.
-        w_max, enter = w.scatter_(1, act.idx, -torch.inf).max(dim=1)
+        # The gradient (b at λ = 0) lives only inside _entering: each is (B, n+1), 33 MB at P = 1000.
+        w_max, enter = _entering(act.prob.gradient(act.idx, act.x) if step else full.b.clone(), act.idx)
         done = w_max <= _ENTER_RTOL * act.prob.scale
         if bool(done.any()):
             finish(done)
@@ -367,12 +365,17 @@ def _solve_block(
             finish(stalled)
             if act.rows.numel() == 0:
                 break
-        del w  # the old gradient goes before the new one is made: (B, n+1) each
-        w = act.prob.gradient(act.idx, act.x)
     else:
         finish(torch.ones(act.rows.shape, dtype=torch.bool, device=dev))
     lam = full.dense(out_idx, out_x)
     return lam, _kkt_holds(full, out_idx, out_x, lam)
+
+
+def _entering(w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The largest gradient entry of each draw and its index, over the indices not in its passive
+    set (``w`` is overwritten). The dummy column n (w = 0, or −∞ once an unused slot points at it)
+    wins only when no real index has w > 0, and then the draw is done anyway."""
+    return w.scatter_(1, idx, -torch.inf).max(dim=1)
 
 
 def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
