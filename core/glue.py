@@ -35,7 +35,7 @@ import torch
 
 from zootriage.core.device import resolve_device
 from zootriage.core.errors import CancelCheck, stop_if_cancelled
-from zootriage.core.glue_geometry import effective_geometry, radius_of
+from zootriage.core.glue_geometry import bag_sums, effective_geometry, radius_of
 from zootriage.core.glue_regime import Regime, combine, judge, saturated_fraction, separable_fraction
 from zootriage.core.glue_subsets import Noise, repeat_subsets
 from zootriage.core.inputs import class_labels, finite_matrix
@@ -262,11 +262,9 @@ def solve_draws(
 def cone_points(signs: torch.Tensor, lam: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
     """A_k λ_k = Σ_i σ_{k,i} λ_{k,i} x_i for every draw, (n_t, r), through λ's support only: |S|·r per
     draw instead of the dense n·r (at P = 1000 that is 80 against 50,000 points). One bag of points
-    per draw (``embedding_bag``); the support's entries come in row-major order from ``nonzero``."""
+    per draw; the support's entries come in row-major order from ``nonzero``."""
     rows, cols = lam.nonzero(as_tuple=True)
-    offsets = torch.searchsorted(rows, torch.arange(lam.shape[0], device=lam.device))
-    weights = signs[rows, cols] * lam[rows, cols]
-    return torch.nn.functional.embedding_bag(cols, points, offsets, mode="sum", per_sample_weights=weights)
+    return bag_sums(rows, cols, signs[rows, cols] * lam[rows, cols], points, lam.shape[0])
 
 
 def preprocess(x: np.ndarray, centering: str) -> tuple[np.ndarray, float]:

@@ -74,6 +74,16 @@ def anchor_points(
     return out
 
 
+def bag_sums(
+    keys: torch.Tensor, index: torch.Tensor, weights: torch.Tensor, table: torch.Tensor, n_bags: int
+) -> torch.Tensor:
+    """Σ weights[e] · table[index[e]] over the entries e of each bag, (n_bags, table columns): the
+    entries' bag ids ``keys`` must be sorted, in 0..n_bags−1; an empty bag gives a zero row. One
+    ``embedding_bag`` call, no (entries, columns) temporary."""
+    offsets = torch.searchsorted(keys, torch.arange(n_bags, device=keys.device))
+    return torch.nn.functional.embedding_bag(index, table, offsets, mode="sum", per_sample_weights=weights)
+
+
 def _quad_pinv(gram: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
     """vᵀ G⁺ v for a batch of symmetric PSD G.
 
@@ -141,10 +151,7 @@ def effective_geometry(
     # One bag of support points per class (no (|support|, r) temporaries: 0.3 GB at P = 1000).
     used = weight.nonzero(as_tuple=True)[0]
     used = used[torch.argsort(classes[used], stable=True)]
-    class_starts = torch.searchsorted(classes[used], torch.arange(n_classes, device=dev))
-    centers = torch.nn.functional.embedding_bag(
-        used, points, class_starts, mode="sum", per_sample_weights=weight[used]
-    )
+    centers = bag_sums(classes[used], used, weight[used], points, n_classes)
     has_center = counts > 0
     centers = centers / torch.where(has_center, counts, torch.ones_like(counts))[:, None].to(dt)
     cc = centers @ centers.T
@@ -175,12 +182,8 @@ def effective_geometry(
         valid = ids < n_classes
         # Anchors S (b, width, r): bag (k, a) sums coeff · x over its support entries (empty bags
         # give zero rows); then the axis parts S¹ = S − S⁰, zero on unused slots.
-        first = torch.arange(start * width, (start + b) * width + 1, device=dev)
-        edges = torch.searchsorted(bag, first)
-        ent = slice(int(edges[0]), int(edges[-1]))
-        anchors = torch.nn.functional.embedding_bag(
-            cols[ent], points, edges[:-1] - edges[0], mode="sum", per_sample_weights=coeff[ent]
-        )
+        lo, hi = torch.searchsorted(bag, torch.tensor([start, start + b], device=dev) * width).tolist()
+        anchors = bag_sums(bag[lo:hi] - start * width, cols[lo:hi], coeff[lo:hi], points, b * width)
         c_slots = torch.index_select(centers_pad, 0, ids.view(-1)).view(b, width, r)
         s1 = anchors.view(b, width, r).sub_(c_slots)
         # One batched product for S¹S¹ᵀ, S¹S⁰ᵀ and S¹t: tiny products waste most of a bmm call.

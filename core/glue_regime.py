@@ -154,8 +154,8 @@ def _separated(points: torch.Tensor, norms: torch.Tensor, y: torch.Tensor, w0: t
     dichotomy made this the slowest stage after the solver (86 of the 380 s at n_t = 1000)."""
     # Margins relative to ‖x_i‖ (rows of (b, n), products scaled in place: each is 25 MB at P = 1000).
     margins = (w0 @ points.T).mul_(y).div_(norms)
-    strict = (margins > MARGIN_RTOL * w0.norm(dim=1)[:, None]).all(dim=1).tolist()
     tight = margins <= MARGIN_RTOL * w0.norm(dim=1)[:, None]
+    strict = (~tight.any(dim=1)).tolist()
     lifts = torch.zeros_like(w0)
     liftable = [not strict[j] and int(tight[j].sum()) <= points.shape[1] for j in range(len(strict))]
     for j in (j for j, ok in enumerate(liftable) if ok):
