@@ -71,6 +71,8 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=2048)
     parser.add_argument("--n-t", type=int, default=1000, help="draws measured per row (time scaled to 1000)")
     args = parser.parse_args()
+    if args.n_t < 1 or args.per_class < 2 or args.dim < 1 or min(args.classes) < 2:
+        parser.error("--n-t and --dim must be at least 1, --per-class and every --classes at least 2")
     print(f"CPU, {torch.get_num_threads()} torch threads, load average {os.getloadavg()[0]:.2f}")
     print(f"M={args.per_class} N={args.dim}, measured at n_t={args.n_t}, time scaled to n_t=1000")
     head = ("P", "n", "r", "|S|", "N_crit", "solve s", "rest s", "s@1000", "model s")

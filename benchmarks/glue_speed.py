@@ -76,6 +76,8 @@ def main() -> None:
         "--busy-seconds", type=float, default=300, help="upper bound on the busy processes' life"
     )
     args = parser.parse_args()
+    if args.rounds < 1 or args.n_t < 1:
+        parser.error("--rounds and --n-t must be at least 1")
     x, y = relu_like(seed=0, n_classes=10, per_class=50, dim=512)
     where = args.device or "auto"
     print(f"torch threads: {torch.get_num_threads()}, cores: {os.cpu_count()}, fast solver on {where}")
