@@ -10,6 +10,13 @@ A worker consumes both queues unless told otherwise (``zootriage worker --queues
 process still does everything in the embedded default. The API only enqueues by task name, so it never
 imports the worker (and never imports torch's scoring stack). The worker builds its Celery app from
 the same ``celery_config``, so URLs and routing agree.
+
+Every message carries the job's *publication* number besides its id: whoever publishes a stage
+(the API, a sweep, the reaper, the worker handing over or sending back) first increments
+``jobs.publication`` in the transaction that moves the job, and a worker claims the job only with the
+latest one (``worker.runner.claim``). An earlier message handed out again later (Redis restores an
+unacked message once its visibility timeout passes, even while its task still runs) is then told
+apart from the current one, although both stages share the job id as task id.
 """
 
 from __future__ import annotations
@@ -86,21 +93,22 @@ def _client(settings_json: str) -> Celery:
     return client
 
 
-def enqueue_score(settings: Settings, job_id: str, features_key: str | None = None) -> None:
+def enqueue_score(settings: Settings, job_id: str, publication: int, features_key: str | None = None) -> None:
     """Publish the job's first stage still to do: markers (``cpu``) when ``features_key`` (the
     feature-cache key of the job's extraction record, ``Job.features``) names an entry the cache
     holds, else extraction (``gpu``), which finds a cached entry itself and passes the job on.
-    The entry point for every service that starts or restarts a job."""
+    The entry point for every service that starts or restarts a job; ``publication`` is the number its
+    transaction gave the job."""
     cached = features_key is not None and features_stored(settings, features_key)
-    publish(settings, MARKERS_TASK if cached else EXTRACT_TASK, job_id)
+    publish(settings, MARKERS_TASK if cached else EXTRACT_TASK, job_id, publication)
 
 
-def publish(settings: Settings, task: str, job_id: str) -> None:
-    """Send one stage's task (routed to its queue); the job id is the task id so a cancel can revoke
-    it by name, whichever stage it is in."""
+def publish(settings: Settings, task: str, job_id: str, publication: int) -> None:
+    """Send one stage's task (routed to its queue) under the job's current ``publication`` number; the
+    job id is the task id so a cancel can revoke it by name, whichever stage it is in."""
     _client(settings.model_dump_json()).send_task(
         task,
-        args=[job_id],
+        args=[job_id, publication],
         task_id=job_id,
         retry=True,
         retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.2},

@@ -11,8 +11,11 @@ is a duplicate of that claim, and the claim lives while
     heartbeat age < min(3 · heartbeat_interval, heartbeat_grace)   and
     (the holder is on another host, or its process is alive on this one).
 
-A retry (one more ``retries``) or a republish by the reaper (a new task id) is never a duplicate:
-the reaper republishes only what it judged lost, and a retry follows a failed attempt.
+A retry (one more ``retries``) is never a duplicate: it follows a failed attempt. Neither is a
+republish by the reaper, which queues the job again (a duplicate needs a running job) and only after
+its claim died. A copy of an *earlier* message (the extraction's, restored after the job was handed
+to its marker stage) carries an old publication number and is dropped before any of this
+(``app.queue``): a task id alone cannot tell it, since both stages use the job id.
 """
 
 from __future__ import annotations

@@ -79,16 +79,31 @@ class Claimed:
 
 
 def claim(
-    settings: Settings, job_id: uuid.UUID, stage: str = EXTRACT, token: ClaimToken | None = None
+    settings: Settings,
+    job_id: uuid.UUID,
+    stage: str = EXTRACT,
+    token: ClaimToken | None = None,
+    publication: int | None = None,
 ) -> Claimed | None:
-    """Move the job to running for ``stage``; ``None`` when there is nothing left to do, or when
-    ``token`` is a second delivery of the message whose claim still runs (``worker.claims``). A
-    markers claim right after the hand-over is the same attempt; any other claim counts one more."""
+    """Move the job to running for ``stage``; ``None`` when there is nothing left to do, when the
+    message is stale (``publication``, the number it was published under, is not the job's latest:
+    ``app.queue``), or when ``token`` is a second delivery of the message whose claim still runs
+    (``worker.claims``). A message from before publication numbers (``None``) is taken as current.
+    A markers claim right after the hand-over is the same attempt; any other claim counts one more."""
     with session_scope(settings.effective_database_url) as session:
         job = session.get(Job, job_id, with_for_update=True)
         if job is None:
             raise JobNotVisible(str(job_id))
         if job.status not in [s.value for s in ACTIVE_STATUSES]:
+            return None
+        if publication is not None and publication != job.publication:
+            log.info(
+                "job %s: a stale %s message (publication %s of %s), dropped",
+                job_id,
+                stage,
+                publication,
+                job.publication,
+            )
             return None
         now = datetime.now(UTC)
         if token is not None and _duplicate_of_live_claim(settings, job, token, now):
@@ -221,14 +236,16 @@ def hand_over(settings: Settings, claimed: Claimed, extracted: Extracted, worker
                 heartbeat_at=datetime.now(UTC),
                 done=0,
                 total=0,
+                publication=Job.publication + 1,
             )
-        )
-        if moved.rowcount == 0:  # type: ignore[attr-defined]
+            .returning(Job.publication)
+        ).scalar_one_or_none()
+        if moved is None:
             still = session.scalar(select(Job.status).where(Job.id == claimed.job_id, Job.status.in_(active)))
             log.info("job %s left the running state during extraction (%s)", claimed.job_id, still)
             return
     try:
-        publish(settings, MARKERS_TASK, str(claimed.job_id))
+        publish(settings, MARKERS_TASK, str(claimed.job_id), moved)
     except Exception as exc:
         log.warning("job %s: marker stage not published (%s); the reaper will", claimed.job_id, exc)
 
@@ -236,14 +253,23 @@ def hand_over(settings: Settings, claimed: Claimed, extracted: Extracted, worker
 def send_back(settings: Settings, job_id: uuid.UUID) -> None:
     """The cache lost the job's features (evicted, another store): extract them again."""
     with session_scope(settings.effective_database_url) as session:
-        session.execute(
+        moved = session.execute(
             update(Job)
             .where(Job.id == job_id, Job.status == JobStatus.running.value)
-            .values(status=JobStatus.queued.value, stage=None, features=None, heartbeat_at=datetime.now(UTC))
-        )
+            .values(
+                status=JobStatus.queued.value,
+                stage=None,
+                features=None,
+                heartbeat_at=datetime.now(UTC),
+                publication=Job.publication + 1,
+            )
+            .returning(Job.publication)
+        ).scalar_one_or_none()
+    if moved is None:  # cancelled or failed meanwhile: nothing to extract
+        return
     log.warning("job %s: its features are not in the cache; extracting again", job_id)
     try:
-        publish(settings, EXTRACT_TASK, str(job_id))
+        publish(settings, EXTRACT_TASK, str(job_id), moved)
     except Exception as exc:
         log.warning("job %s: extraction not published (%s); the reaper will", job_id, exc)
 

@@ -107,10 +107,10 @@ def guarded(settings: Settings, job: uuid.UUID, work: Callable[[], T]) -> T | No
 
 
 @celery_app.task(name=EXTRACT_TASK, **_POLICY)
-def extract_features(self: Task, job_id: str) -> None:
+def extract_features(self: Task, job_id: str, publication: int | None = None) -> None:
     settings = get_settings()
     job = uuid.UUID(job_id)
-    claimed = claim(settings, job, EXTRACT, delivery(self))
+    claimed = claim(settings, job, EXTRACT, delivery(self), publication)
     if claimed is None:
         sweep_goes_on(settings, job)
         return
@@ -121,10 +121,10 @@ def extract_features(self: Task, job_id: str) -> None:
 
 
 @celery_app.task(name=MARKERS_TASK, **_POLICY)
-def compute_markers(self: Task, job_id: str) -> None:
+def compute_markers(self: Task, job_id: str, publication: int | None = None) -> None:
     settings = get_settings()
     job = uuid.UUID(job_id)
-    claimed = claim(settings, job, MARKERS, delivery(self))
+    claimed = claim(settings, job, MARKERS, delivery(self), publication)
     if claimed is None:
         sweep_goes_on(settings, job)
         return

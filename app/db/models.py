@@ -189,6 +189,9 @@ class Job(Base):
     # Running: the delivery that claimed it (``worker.claims.ClaimToken``), so that the same message
     # handed out again while that claim still lives is dropped instead of run twice.
     claimed_by: Mapped[str | None] = mapped_column(String(255))
+    # How many times a stage of the job was published; each message carries the number it went out
+    # under and only the latest may claim the job (app/queue.py), so a stale copy is dropped.
+    publication: Mapped[int] = mapped_column(default=0, server_default=text("0"))
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     duration_s: Mapped[float | None] = mapped_column(Float)
     # The extraction stage's record (``core.scoring.Extracted`` + the worker that made it), set when a

@@ -40,7 +40,7 @@ from zootriage.app.schemas.jobs import JobRequest
 from zootriage.app.services.admission import Admitted, admit
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.inherit import inherit
-from zootriage.app.services.sweep_queue import publish_after
+from zootriage.app.services.sweep_queue import mark_published, publish_after, send
 from zootriage.app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def create(
     now = datetime.now(UTC)
     if (job := active_job(session, key)) is not None:
         if sweep_id is None and job.published_at is None and job.sweep_id is not None:
-            _publish_held(session, settings, job, now)
+            _publish_held(session, settings, job)
         return Submitted(job=job)
     extraction = extraction_key(admitted.request)
     job = Job(
@@ -132,6 +132,7 @@ def create(
         features=_reused_extraction(session, extraction),
         sweep_id=sweep_id,
         published_at=None if sweep_id is not None else now,
+        publication=0 if sweep_id is not None else 1,
     )
     session.add(job)
     try:
@@ -150,8 +151,9 @@ def create(
 
 
 def publish(settings: Settings, job: Job) -> None:
-    """Publish the job's next stage: markers when its extraction record names cached features."""
-    enqueue_score(settings, str(job.id), (job.features or {}).get("cache_key"))
+    """Publish the job's next stage under its current publication number: markers when its extraction
+    record names cached features."""
+    enqueue_score(settings, str(job.id), job.publication, (job.features or {}).get("cache_key"))
 
 
 def _reused_extraction(session: Session, extraction: str | None) -> dict[str, Any] | None:
@@ -162,15 +164,12 @@ def _reused_extraction(session: Session, extraction: str | None) -> dict[str, An
     return None if found is None else {**found, "features_cached": True, "timings": {}}
 
 
-def _publish_held(session: Session, settings: Settings, job: Job, now: datetime) -> None:
+def _publish_held(session: Session, settings: Settings, job: Job) -> None:
     """Someone asked for a job a sweep still holds back: it is theirs too now, so it is published at
     once rather than when the sweep gets to it (its sweep then has one more in flight for a while)."""
-    job.published_at = job.heartbeat_at = now
+    marked = mark_published(session, [job.id])  # none when its sweep published it meanwhile
     session.commit()
-    try:
-        publish(settings, job)
-    except Exception:  # the broker is away: the reaper publishes it again after the queue grace
-        log.warning("job %s: not published", job.id)
+    send(settings, marked)
 
 
 def _after_race(

@@ -16,11 +16,13 @@ jobs table that repairs all three:
 - queued, unclaimed for ``queue_grace_s`` since it was last published, while no job at all has a
   fresh heartbeat: published again, since a queue cannot be inspected portably. Busy workers mean
   a backlog, not a lost message, so nothing is published then (a message lost behind a backlog is
-  published once the workers fall idle). Duplicates are harmless: ``claim`` refuses finished jobs
-  and a stored run key is never computed twice. Queued past ``queue_limit_s`` since it was first
-  published: failed (``stuck``). A job its sweep still holds back (never published) is not queued
-  yet; each pass gives every such sweep ``sweep_queue.publish_next``, so a lost publish hook (a
-  worker killed right after storing a run) costs one interval, not the sweep.
+  published once the workers fall idle). Duplicates are harmless: each republish goes out under
+  a new publication number, so the old message, should it turn up after all, is dropped by ``claim``
+  (``app.queue``), which also refuses finished jobs, and a stored run key is never computed twice.
+  Queued past ``queue_limit_s`` since it was first published: failed (``stuck``). A job its sweep
+  still holds back (never published) is not queued yet; each pass gives every such sweep
+  ``sweep_queue.publish_next``, so a lost publish hook (a worker killed right after storing a run)
+  costs one interval, not the sweep.
 
 Hence the guarantee: a job is never running longer than its time limit + the heartbeat grace + one
 reaper interval after its first claim, and never queued longer than the queue limit + one interval.
@@ -133,7 +135,7 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
     """One pass: fail what is hopeless, requeue what was lost, publish again what was never claimed."""
     now = now or datetime.now(UTC)
     done = Sweep()
-    features: dict[uuid.UUID, str | None] = {}
+    to_publish: dict[uuid.UUID, tuple[int, str | None]] = {}
     with session_scope(settings.effective_database_url) as session:
         for job in _take(session, or_(_lost(settings, now), _unclaimed(settings, now))):
             verdict = _verdict(settings, job, now)
@@ -148,10 +150,12 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
             else:
                 done.republished.append(job.id)  # the stage it waits for stays (``extracted``)
             job.status, job.heartbeat_at = JobStatus.queued.value, now
-            features[job.id] = (job.features or {}).get("cache_key")
+            job.publication += 1  # the earlier message, should it come back, is stale
+            to_publish[job.id] = (job.publication, (job.features or {}).get("cache_key"))
     for job_id in done.requeued + done.republished:
+        publication, cache_key = to_publish[job_id]
         try:  # to the marker stage when its features are in the cache: no second extraction
-            enqueue_score(settings, str(job_id), features[job_id])
+            enqueue_score(settings, str(job_id), publication, cache_key)
         except Exception as exc:  # the broker is away: queued, published again after the grace
             log.warning("reaper: job %s not published (%s)", job_id, type(exc).__name__)
     done.published = publish_stalled(settings)

@@ -20,8 +20,10 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import and_, func, select, update
+from sqlalchemy.orm import Session
 
 from zootriage.app.db.models import ACTIVE_STATUSES, Job, JobStatus, Sweep
 from zootriage.app.db.session import session_scope
@@ -47,22 +49,39 @@ def publish_next(settings: Settings, sweep_id: uuid.UUID) -> list[uuid.UUID]:
         room = settings.sweep_in_flight - int(in_flight or 0)
         if room <= 0:
             return []
-        held = session.execute(
-            select(Job.id, Job.features)
-            .where(Job.sweep_id == sweep_id, HELD)
-            .order_by(Job.created_at, Job.id)
-            .limit(room)
+        oldest = session.scalars(
+            select(Job.id).where(Job.sweep_id == sweep_id, HELD).order_by(Job.created_at, Job.id).limit(room)
         ).all()
-        now = datetime.now(UTC)
-        if held:
-            chosen = [job_id for job_id, _ in held]
-            session.execute(update(Job).where(Job.id.in_(chosen)).values(published_at=now, heartbeat_at=now))
-    for job_id, features in held:
-        try:  # to the marker stage when the job reuses an extraction the cache holds
-            enqueue_score(settings, str(job_id), (features or {}).get("cache_key"))
-        except Exception as exc:  # the broker is away: the reaper publishes it again after the grace
-            log.warning("sweep %s: job %s not published (%s)", sweep_id, job_id, type(exc).__name__)
-    return [job_id for job_id, _ in held]
+        held = mark_published(session, list(oldest))
+    send(settings, held)
+    return [job_id for job_id, _, _ in held]
+
+
+def mark_published(session: Session, job_ids: list[uuid.UUID]) -> list[tuple[uuid.UUID, int, Any]]:
+    """Mark those of ``job_ids`` still held back as published now, each under its next publication
+    number; ``(id, publication, extraction record)`` of each, to send after the commit. A job that
+    someone else published meanwhile matches no row here, so it goes out once."""
+    if not job_ids:
+        return []
+    now = datetime.now(UTC)
+    marked = session.execute(
+        update(Job)
+        .where(Job.id.in_(job_ids), Job.published_at.is_(None))
+        .values(published_at=now, heartbeat_at=now, publication=Job.publication + 1)
+        .returning(Job.id, Job.publication, Job.features)
+    )
+    return [(job_id, publication, features) for job_id, publication, features in marked]
+
+
+def send(settings: Settings, marked: list[tuple[uuid.UUID, int, Any]]) -> None:
+    """Publish what ``mark_published`` marked (after its commit): to the marker stage when a job
+    reuses an extraction the cache holds. A failed send leaves a published, unclaimed job, which the
+    reaper publishes again after the queue grace."""
+    for job_id, publication, features in marked:
+        try:
+            enqueue_score(settings, str(job_id), publication, (features or {}).get("cache_key"))
+        except Exception as exc:  # the broker is away
+            log.warning("job %s not published (%s)", job_id, type(exc).__name__)
 
 
 def publish_after(settings: Settings, job_id: uuid.UUID) -> list[uuid.UUID]:

@@ -91,8 +91,11 @@ def run_job(
     import zootriage.worker.runner as runner
     import zootriage.worker.tasks as tasks
 
-    monkeypatch.setattr(jobs, "enqueue_score", lambda _settings, _job_id, _key=None: None)
-    monkeypatch.setattr(runner, "publish", lambda _settings, _task, _job_id: None)
+    sent: list[int] = []  # the publication numbers the two stages went out under
+    monkeypatch.setattr(
+        jobs, "enqueue_score", lambda _settings, _job_id, number, _key=None: sent.append(number)
+    )
+    monkeypatch.setattr(runner, "publish", lambda _settings, _task, _job_id, number: sent.append(number))
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
     request = {
         "model": model,
@@ -102,8 +105,8 @@ def run_job(
     submitted = client.post("/v1/jobs", json=request)
     assert submitted.status_code == 202, submitted.text
     job_id = submitted.json()["id"]
-    assert tasks.extract_features.apply(args=[job_id]).state == "SUCCESS"  # both stages, in turn
-    assert tasks.compute_markers.apply(args=[job_id]).state == "SUCCESS"
+    assert tasks.extract_features.apply(args=[job_id, sent[-1]]).state == "SUCCESS"  # both stages, in turn
+    assert tasks.compute_markers.apply(args=[job_id, sent[-1]]).state == "SUCCESS"
     return dict(client.get(f"/v1/jobs/{job_id}").json())
 
 

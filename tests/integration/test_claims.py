@@ -1,5 +1,6 @@
 """A second delivery of a running job's message is dropped while the claim lives, and takes the job
-over once it does not (``worker/claims.py``), on real job rows in PostgreSQL."""
+over once it does not (``worker/claims.py``); a message of an earlier publication is dropped whatever
+the job's state (``app/queue.py``). On real job rows in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import update
 
+import zootriage.worker.runner as runner
 from tests.integration.jobs import queued_job, stored
 from zootriage.app.db.models import Job
 from zootriage.app.db.session import session_scope
+from zootriage.app.queue import EXTRACT_TASK, EXTRACTED, MARKERS_TASK
 from zootriage.app.settings import Settings
+from zootriage.core.scoring import Extracted
 from zootriage.worker.claims import ClaimToken
-from zootriage.worker.runner import EXTRACT, claim
+from zootriage.worker.runner import EXTRACT, MARKERS, claim
 
 
 def dead_pid() -> int:
@@ -80,3 +85,46 @@ def test_tokens_round_trip_and_malformed_ones_are_no_claim() -> None:
     assert ClaimToken.decode(token.encode()) == token
     for text in (None, "", "a|b|c", "host|x|id|0", "host|1|id|y", "h|1|id|0|extra"):
         assert ClaimToken.decode(text) is None
+
+
+def test_a_stale_copy_of_an_earlier_stage_is_dropped_after_the_hand_over(
+    settings: Settings, clean_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both stages' tasks have the job id as task id. Redis restores the extraction's message while it
+    is held past the visibility timeout; the copy arrives after the hand-over, when the job waits for
+    its marker stage. It must not extract again or count an attempt; the marker message must run."""
+    sent: list[tuple[str, int]] = []
+    monkeypatch.setattr(runner, "publish", lambda _settings, task, _job, number: sent.append((task, number)))
+    job = queued_job(clean_db)
+    with session_scope(clean_db) as session:  # as the API publishes it: publication 1
+        session.execute(update(Job).where(Job.id == job).values(publication=1))
+    extract_delivery = ClaimToken.here(str(job), 0)
+    claimed = claim(settings, job, EXTRACT, extract_delivery, 1)
+    assert claimed is not None
+    record = Extracted("key", "0" * 64, "fingerprint", 10, None, {}, "cpu", features_cached=False)
+    runner.hand_over(settings, claimed, record, "gpu-worker")
+    assert sent == [(MARKERS_TASK, 2)]
+    assert claim(settings, job, EXTRACT, extract_delivery, 1) is None  # the restored copy: stale
+    row = stored(clean_db, job)
+    assert (row.status, row.stage, row.attempts, row.publication) == ("queued", EXTRACTED, 1, 2)
+
+    markers_delivery = ClaimToken.here(str(job), 0)
+    assert claim(settings, job, MARKERS, markers_delivery, 2) is not None
+    assert claim(settings, job, EXTRACT, extract_delivery, 1) is None  # stale while markers run, too
+    assert claim(settings, job, MARKERS, markers_delivery, 2) is None  # a live claim's duplicate
+    assert stored(clean_db, job).attempts == 1  # the marker stage is the same attempt
+
+    runner.send_back(settings, job)  # the cache lost the features: extraction again, publication 3
+    assert sent[-1] == (EXTRACT_TASK, 3)
+    assert claim(settings, job, MARKERS, markers_delivery, 2) is None
+    assert claim(settings, job, EXTRACT, ClaimToken.here(str(job), 0), 3) is not None
+    row = stored(clean_db, job)
+    assert (row.status, row.attempts, row.features) == ("running", 2, None)
+
+
+def test_a_message_without_a_publication_number_is_taken_as_current(
+    settings: Settings, clean_db: str
+) -> None:
+    """Messages queued by a version before publication numbers still run after the upgrade."""
+    job = queued_job(clean_db)
+    assert claim(settings, job, EXTRACT, ClaimToken.here("task-6", 0), None) is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -64,9 +65,11 @@ def add_job(
     return job.id
 
 
-def published(broker: str) -> list[str]:
-    messages = redis.Redis.from_url(broker).lrange(GPU_QUEUE, 0, -1)
-    return [json.loads(raw)["headers"]["id"] for raw in messages]
+def published(broker: str) -> list[tuple[str, int]]:
+    """(task id, publication number) of each message waiting in the ``gpu`` queue."""
+    messages = [json.loads(raw) for raw in redis.Redis.from_url(broker).lrange(GPU_QUEUE, 0, -1)]
+    bodies = [json.loads(base64.b64decode(message["body"])) for message in messages]
+    return [(message["headers"]["id"], body[0][1]) for message, body in zip(messages, bodies, strict=True)]
 
 
 def row(database_url: str, job_id: uuid.UUID) -> Job:
@@ -90,7 +93,7 @@ def test_lost_jobs_are_requeued_or_failed_and_live_ones_left_alone(reaping: Sett
     assert done.requeued == [lost]
     assert done.republished == []
     assert done.failed == {lost_again: "worker_lost", too_long: "time_limit", abandoned: "stuck"}
-    assert published(reaping.effective_broker_url) == [str(lost)]
+    assert published(reaping.effective_broker_url) == [(str(lost), 1)]  # a new publication number
     requeued = row(url, lost)
     assert requeued.status == "queued" and requeued.heartbeat_at == NOW and requeued.stage is None
     for job_id, code in done.failed.items():
@@ -114,7 +117,7 @@ def test_unclaimed_jobs_are_published_again_only_when_no_worker_is_busy(reaping:
     with session_scope(url) as session:
         session.execute(update(Job).where(Job.id == busy).values(status=JobStatus.succeeded.value))
     assert sweep(reaping, now=NOW).republished == [forgotten]
-    assert published(reaping.effective_broker_url) == [str(forgotten)]
+    assert published(reaping.effective_broker_url) == [(str(forgotten), 1)]
     assert row(url, waiting).status == "queued" and row(url, waiting).heartbeat_at is None
     assert row(url, forgotten).heartbeat_at == NOW
 
@@ -127,7 +130,7 @@ def test_a_sweep_with_the_broker_down_keeps_the_job_queued_for_the_next(reaping:
     assert row(url, lost).status == "queued"
     later = NOW + timedelta(seconds=reaping.queue_grace_s + 1)
     assert sweep(reaping, now=later).republished == [lost]
-    assert published(reaping.effective_broker_url) == [str(lost)]
+    assert published(reaping.effective_broker_url) == [(str(lost), 2)]  # the unsent 1 is stale
 
 
 def test_readyz_reports_overdue_jobs(reaping: Settings) -> None:
@@ -140,11 +143,18 @@ def test_readyz_reports_overdue_jobs(reaping: Settings) -> None:
         assert client.get("/readyz").json()["overdue_jobs"] == 0
         now = datetime.now(UTC)
         with session_scope(quiet.effective_database_url) as session:
-            session.add(Job(
-                request_key=uuid.uuid4().hex, request={}, request_hash="0" * 64, status="running", attempts=1,
-                created_at=now - timedelta(hours=3), started_at=now - timedelta(hours=3),
-                heartbeat_at=now - timedelta(hours=3),
-            ))
+            session.add(
+                Job(
+                    request_key=uuid.uuid4().hex,
+                    request={},
+                    request_hash="0" * 64,
+                    status="running",
+                    attempts=1,
+                    created_at=now - timedelta(hours=3),
+                    started_at=now - timedelta(hours=3),
+                    heartbeat_at=now - timedelta(hours=3),
+                )
+            )
         ready = client.get("/readyz")
         assert ready.status_code == 503
         assert ready.json()["overdue_jobs"] == 1

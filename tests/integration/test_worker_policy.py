@@ -27,9 +27,12 @@ def test_an_unreachable_database_is_retried_until_max_retries(
     monkeypatch.setattr(tasks, "get_settings", lambda: unreachable)
     claims: list[uuid.UUID] = []
     real_claim = tasks.claim
-    def counted(s: Settings, job: uuid.UUID, stage: str, token: ClaimToken) -> Claimed | None:
+
+    def counted(
+        s: Settings, job: uuid.UUID, stage: str, token: ClaimToken, publication: int | None
+    ) -> Claimed | None:
         claims.append(job)
-        return real_claim(s, job, stage, token)
+        return real_claim(s, job, stage, token, publication)
 
     monkeypatch.setattr(tasks, "claim", counted)
     result = tasks.extract_features.apply(args=[str(uuid.uuid4())])
@@ -53,7 +56,9 @@ def test_bad_input_or_the_time_limit_fail_the_job_once_with_a_code(
         raise raised
 
     monkeypatch.setattr(tasks, "get_settings", lambda: settings)
-    monkeypatch.setattr(tasks, "claim", lambda s, j, stage, token: Claimed(j, "k", {}, time.monotonic()))
+    monkeypatch.setattr(
+        tasks, "claim", lambda s, j, stage, token, publication: Claimed(j, "k", {}, time.monotonic())
+    )
     monkeypatch.setattr(tasks, "extract", compute)
     monkeypatch.setattr(tasks, "fail", lambda s, j, code, message: failures.append((j, code)))
     result = tasks.extract_features.apply(args=[str(job)])
