@@ -185,17 +185,19 @@ class _Cloud:
         """K times each draw's slot vector (point ``idx[b, c]`` weighted ``values[b, c]``; slots
         pointing at the dummy n are skipped) → dense (B, n+1), zero in the dummy column.
 
-        A weighted sum of the |S| rows of K that draw b uses (``embedding_bag`` over the used slots
-        only, one bag per draw: B·|S|·n, no sparse matrix built, no sort); on the primal route the
-        same sum over the points' coordinates, then one dense product with Xᵀ."""
+        A weighted sum of the |S| rows of K that draw b uses (``embedding_bag``, one bag of C slots per
+        draw, the dummy skipped as its padding index: B·|S|·n, no sparse matrix built, no sort); on
+        the primal route the same sum over the points' coordinates, then one dense product with Xᵀ."""
+        if self.gram is not None:
+            return torch.nn.functional.embedding_bag(
+                idx, self.gram, mode="sum", per_sample_weights=values, padding_idx=self.n
+            )
+        # The points have no dummy row to skip: the bags are cut to the used slots.
         used = idx < self.n
         offsets = torch.nn.functional.pad(used.sum(dim=1).cumsum(0)[:-1], (1, 0))
-        table = self.gram if self.gram is not None else self.points
         out = torch.nn.functional.embedding_bag(
-            idx[used], table, offsets, mode="sum", per_sample_weights=values[used]
+            idx[used], self.points, offsets, mode="sum", per_sample_weights=values[used]
         )
-        if self.gram is not None:
-            return out
         # Written straight into a zero-padded (B, n+1) array (a strided view: the BLAS takes its row
         # stride), not padded afterwards: at P = 1000 each such copy is 33 MB per block.
         full = torch.zeros((idx.shape[0], self.n + 1), dtype=out.dtype, device=out.device)
@@ -222,7 +224,7 @@ class _Problems:
     def take(self, rows: torch.Tensor) -> _Problems:
         sub = object.__new__(_Problems)
         sub.cloud, sub.n = self.cloud, self.n
-        sub.signs, sub.b, sub.scale = self.signs[rows], self.b[rows], self.scale[rows]
+        sub.signs, sub.b, sub.scale = (a.index_select(0, rows) for a in (self.signs, self.b, self.scale))
         return sub
 
     def dense(self, idx: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -281,10 +283,13 @@ class _Active:
         return torch.arange(self.idx.shape[1], device=self.idx.device)[None, :] < self.count[:, None]
 
     def keep(self, mask: torch.Tensor) -> None:
+        """Only the draws where ``mask`` holds stay (``index_select``: several times faster on the CPU
+        than indexing with a tensor)."""
         keep = mask.nonzero(as_tuple=True)[0]
         self.prob = self.prob.take(keep)
-        self.rows, self.idx, self.x = self.rows[keep], self.idx[keep], self.x[keep]
-        self.count, self.chol, self.z = self.count[keep], self.chol[keep], self.z[keep]
+        self.rows, self.idx, self.x, self.count, self.chol, self.z = (
+            a.index_select(0, keep) for a in (self.rows, self.idx, self.x, self.count, self.chol, self.z)
+        )
 
     def append(self, enter: torch.Tensor) -> torch.Tensor:
         """Add index ``enter[b]`` to every draw's passive set by a rank-one extension of its factor:
@@ -374,8 +379,14 @@ def _solve_block(
 def _entering(w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The largest gradient entry of each draw and its index, over the indices not in its passive
     set (``w`` is overwritten). The dummy column n (w = 0, or −∞ once an unused slot points at it)
-    wins only when no real index has w > 0, and then the draw is done anyway."""
-    return w.scatter_(1, idx, -torch.inf).max(dim=1)
+    wins only when no real index has w > 0, and then the draw is done anyway. On the CPU numpy finds
+    it (the first of equal entries): its argmax is vectorised, torch's ``max(dim=1)`` is not (35
+    against 150 µs for 500 draws × 501 on one core)."""
+    w.scatter_(1, idx, -torch.inf)
+    if w.device.type != "cpu":
+        return w.max(dim=1)
+    enter = torch.from_numpy(w.numpy().argmax(axis=1))
+    return w.gather(1, enter[:, None]).squeeze(1), enter
 
 
 def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
