@@ -18,7 +18,7 @@ from zootriage.core.examples import example, gaussian_manifolds, relu_like
 from zootriage.core.glue import MARKERS, glue_inputs, solve_draws
 from zootriage.core.glue import _summarize as summarize
 from zootriage.core.glue_geometry import anchor_coefficients, anchor_points
-from zootriage.core.nnls import solve_batched
+from zootriage.core.nnls import _entering, solve_batched
 
 CPU = torch.device("cpu")
 DATASETS = {
@@ -109,3 +109,19 @@ def test_primal_route_memory_stays_below_one_gram():
     assert figures["solved"] - figures["before"] < bound, figures
     assert figures["after"] - figures["before"] < bound, figures
     assert figures["n_crit"] > 0
+
+
+def test_the_entering_index_is_the_first_largest_outside_the_passive_set():
+    """``_entering`` (numpy's argmax on the CPU) against a brute-force scan, ties included: draw 0
+    holds index 4 (w = 5) in its passive set, so 1 wins over the equal 2; draw 1 has an empty set
+    (every slot at the dummy 5); random draws have no ties and must agree with torch's max."""
+    w = torch.tensor([[1.0, 3.0, 3.0, 0.0, 5.0, 0.0], [0.0, -1.0, 2.0, 2.0, 0.0, 0.0]], dtype=torch.float64)
+    idx = torch.tensor([[4, 5], [5, 5]])
+    values, enter = _entering(w.clone(), idx)
+    assert enter.tolist() == [1, 2] and values.tolist() == [3.0, 2.0]
+    rng = np.random.default_rng(0)
+    w = torch.from_numpy(rng.standard_normal((50, 31)))
+    idx = torch.from_numpy(rng.integers(0, 31, size=(50, 4)))
+    values, enter = _entering(w.clone(), idx)
+    expected = w.scatter(1, idx, -torch.inf).max(dim=1)
+    assert torch.equal(enter, expected.indices) and torch.equal(values, expected.values)
