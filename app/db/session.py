@@ -37,9 +37,16 @@ def get_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 3}, **_POOL)
 
 
-@lru_cache(maxsize=8)
 def get_sessionmaker(url: str) -> sessionmaker[Session]:
-    return sessionmaker(get_engine(url), expire_on_commit=False)
+    """Sessions on ``get_engine(url)``'s pool, always the engine that call returns now: two caches
+    keyed by the URL could disagree once one of them evicted it (more than eight URLs in one process,
+    as in the test session), and sessions would then draw from a pool nobody else sees."""
+    return _sessionmaker_of(get_engine(url))
+
+
+@lru_cache(maxsize=8)
+def _sessionmaker_of(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
 
 
 @contextmanager
