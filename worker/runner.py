@@ -226,20 +226,7 @@ def hand_over(settings: Settings, claimed: Claimed, extracted: Extracted, worker
     record = {**extracted.to_dict(), "worker": worker}
     active = [s.value for s in ACTIVE_STATUSES]
     with session_scope(settings.effective_database_url) as session:
-        moved = session.execute(
-            update(Job)
-            .where(Job.id == claimed.job_id, Job.status == JobStatus.running.value)
-            .values(
-                status=JobStatus.queued.value,
-                stage=EXTRACTED,
-                features=record,
-                heartbeat_at=datetime.now(UTC),
-                done=0,
-                total=0,
-                publication=Job.publication + 1,
-            )
-            .returning(Job.publication)
-        ).scalar_one_or_none()
+        moved = _requeue(session, claimed.job_id, stage=EXTRACTED, features=record, done=0, total=0)
         if moved is None:
             still = session.scalar(select(Job.status).where(Job.id == claimed.job_id, Job.status.in_(active)))
             log.info("job %s left the running state during extraction (%s)", claimed.job_id, still)
@@ -253,18 +240,7 @@ def hand_over(settings: Settings, claimed: Claimed, extracted: Extracted, worker
 def send_back(settings: Settings, job_id: uuid.UUID) -> None:
     """The cache lost the job's features (evicted, another store): extract them again."""
     with session_scope(settings.effective_database_url) as session:
-        moved = session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == JobStatus.running.value)
-            .values(
-                status=JobStatus.queued.value,
-                stage=None,
-                features=None,
-                heartbeat_at=datetime.now(UTC),
-                publication=Job.publication + 1,
-            )
-            .returning(Job.publication)
-        ).scalar_one_or_none()
+        moved = _requeue(session, job_id, stage=None, features=None)
     if moved is None:  # cancelled or failed meanwhile: nothing to extract
         return
     log.warning("job %s: its features are not in the cache; extracting again", job_id)
@@ -272,6 +248,26 @@ def send_back(settings: Settings, job_id: uuid.UUID) -> None:
         publish(settings, EXTRACT_TASK, str(job_id), moved)
     except Exception as exc:
         log.warning("job %s: extraction not published (%s); the reaper will", job_id, exc)
+
+
+def _requeue(session: Session, job_id: uuid.UUID, **values: Any) -> int | None:
+    """Queue a running job again with ``values``, under its next publication number (``app.queue``);
+    that number, or None when the job was no longer running (cancelled or failed meanwhile). Read
+    back after the update, in its transaction, rather than by UPDATE … RETURNING, which SQLite
+    before 3.35 lacks."""
+    moved = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == JobStatus.running.value)
+        .values(
+            status=JobStatus.queued.value,
+            heartbeat_at=datetime.now(UTC),
+            publication=Job.publication + 1,
+            **values,
+        )
+    )
+    if moved.rowcount == 0:  # type: ignore[attr-defined]
+        return None
+    return session.scalar(select(Job.publication).where(Job.id == job_id))
 
 
 def _architecture(session: Session, result: ScoreResult) -> str:

@@ -60,17 +60,20 @@ def publish_next(settings: Settings, sweep_id: uuid.UUID) -> list[uuid.UUID]:
 def mark_published(session: Session, job_ids: list[uuid.UUID]) -> list[tuple[uuid.UUID, int, Any]]:
     """Mark those of ``job_ids`` still held back as published now, each under its next publication
     number; ``(id, publication, extraction record)`` of each, to send after the commit. A job that
-    someone else published meanwhile matches no row here, so it goes out once."""
-    if not job_ids:
-        return []
+    someone else published meanwhile matches no row here, so it goes out once. (Each row is read
+    back after its own update, not by UPDATE … RETURNING, which SQLite before 3.35 lacks.)"""
     now = datetime.now(UTC)
-    marked = session.execute(
-        update(Job)
-        .where(Job.id.in_(job_ids), Job.published_at.is_(None))
-        .values(published_at=now, heartbeat_at=now, publication=Job.publication + 1)
-        .returning(Job.id, Job.publication, Job.features)
-    )
-    return [(job_id, publication, features) for job_id, publication, features in marked]
+    marked = []
+    for job_id in job_ids:
+        moved = session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.published_at.is_(None))
+            .values(published_at=now, heartbeat_at=now, publication=Job.publication + 1)
+        )
+        if moved.rowcount:  # type: ignore[attr-defined]
+            row = session.execute(select(Job.publication, Job.features).where(Job.id == job_id)).one()
+            marked.append((job_id, row.publication, row.features))
+    return marked
 
 
 def send(settings: Settings, marked: list[tuple[uuid.UUID, int, Any]]) -> None:

@@ -1,6 +1,6 @@
 """A second delivery of a running job's message is dropped while the claim lives, and takes the job
 over once it does not (``worker/claims.py``); a message of an earlier publication is dropped whatever
-the job's state (``app/queue.py``). On real job rows in PostgreSQL."""
+the job's state (``app/queue.py``). On real job rows in PostgreSQL, and in SQLite for the embedded default."""
 
 from __future__ import annotations
 
@@ -9,15 +9,18 @@ import subprocess
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 
 import zootriage.worker.runner as runner
+from tests.integration.databases import migrate
 from tests.integration.jobs import queued_job, stored
 from zootriage.app.db.models import Job
-from zootriage.app.db.session import session_scope
+from zootriage.app.db.session import get_engine, session_scope
 from zootriage.app.queue import EXTRACT_TASK, EXTRACTED, MARKERS_TASK
+from zootriage.app.services.sweep_queue import mark_published
 from zootriage.app.settings import Settings
 from zootriage.core.scoring import Extracted
 from zootriage.worker.claims import ClaimToken
@@ -128,3 +131,32 @@ def test_a_message_without_a_publication_number_is_taken_as_current(
     """Messages queued by a version before publication numbers still run after the upgrade."""
     job = queued_job(clean_db)
     assert claim(settings, job, EXTRACT, ClaimToken.here("task-6", 0), None) is not None
+
+
+def test_the_publication_fence_works_on_sqlite_without_returning(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded default: the same hand-over, send-back and sweep publishing on SQLite, with no
+    UPDATE … RETURNING among the statements (SQLite before 3.35 has none)."""
+    url = f"sqlite:///{tmp_path / 'embedded.db'}"
+    migrate(url)
+    embedded = settings.model_copy(update={"database_url": url})
+    statements: list[str] = []
+    event.listen(get_engine(url), "before_cursor_execute", lambda *args: statements.append(args[2]))
+    sent: list[tuple[str, int]] = []
+    monkeypatch.setattr(runner, "publish", lambda _settings, task, _job, number: sent.append((task, number)))
+    held = queued_job(url)  # never published yet, as a job its sweep holds back
+    with session_scope(url) as session:
+        assert [number for _, number, _ in mark_published(session, [held])] == [1]
+        assert mark_published(session, [held]) == []  # published already: not twice
+
+    delivery = ClaimToken.here(str(held), 0)
+    claimed = claim(embedded, held, EXTRACT, delivery, 1)
+    assert claimed is not None
+    runner.hand_over(embedded, claimed, Extracted("key", "0" * 64, "f", 10, None, {}, "cpu", False), "w")
+    assert claim(embedded, held, EXTRACT, delivery, 1) is None
+    assert claim(embedded, held, MARKERS, ClaimToken.here(str(held), 0), 2) is not None
+    runner.send_back(embedded, held)
+    assert sent == [(MARKERS_TASK, 2), (EXTRACT_TASK, 3)]
+    assert stored(url, held).publication == 3
+    assert not [sql for sql in statements if "RETURNING" in sql.upper()]
