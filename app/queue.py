@@ -93,12 +93,14 @@ def _client(settings_json: str) -> Celery:
     return client
 
 
-def enqueue_score(settings: Settings, job_id: str, publication: int, features_key: str | None = None) -> None:
-    """Publish the job's first stage still to do: markers (``cpu``) when ``features_key`` (the
-    feature-cache key of the job's extraction record, ``Job.features``) names an entry the cache
-    holds, else extraction (``gpu``), which finds a cached entry itself and passes the job on.
-    The entry point for every service that starts or restarts a job; ``publication`` is the number its
-    transaction gave the job."""
+def enqueue_score(
+    settings: Settings, job_id: str, publication: int, extraction: dict[str, Any] | None = None
+) -> None:
+    """Publish the job's first stage still to do: markers (``cpu``) when its extraction record
+    (``Job.features``) names a feature-cache entry the cache holds, else extraction (``gpu``), which
+    finds a cached entry itself and passes the job on. The entry point for every service that starts
+    or restarts a job; ``publication`` is the number its transaction gave the job."""
+    features_key = (extraction or {}).get("cache_key")
     cached = features_key is not None and features_stored(settings, features_key)
     publish(settings, MARKERS_TASK if cached else EXTRACT_TASK, job_id, publication)
 

@@ -153,7 +153,7 @@ def create(
 def publish(settings: Settings, job: Job) -> None:
     """Publish the job's next stage under its current publication number: markers when its extraction
     record names cached features."""
-    enqueue_score(settings, str(job.id), job.publication, (job.features or {}).get("cache_key"))
+    enqueue_score(settings, str(job.id), job.publication, job.features)
 
 
 def _reused_extraction(session: Session, extraction: str | None) -> dict[str, Any] | None:

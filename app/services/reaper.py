@@ -44,14 +44,14 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from zootriage.app.db.models import Job, JobStatus
 from zootriage.app.db.session import session_scope
-from zootriage.app.queue import enqueue_score
-from zootriage.app.services.sweep_queue import HELD, publish_stalled
+from zootriage.app.services.sweep_queue import HELD, publish_stalled, send
 from zootriage.app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
     """One pass: fail what is hopeless, requeue what was lost, publish again what was never claimed."""
     now = now or datetime.now(UTC)
     done = Sweep()
-    to_publish: dict[uuid.UUID, tuple[int, str | None]] = {}
+    to_publish: list[tuple[uuid.UUID, int, Any]] = []
     with session_scope(settings.effective_database_url) as session:
         for job in _take(session, or_(_lost(settings, now), _unclaimed(settings, now))):
             verdict = _verdict(settings, job, now)
@@ -151,13 +151,8 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
                 done.republished.append(job.id)  # the stage it waits for stays (``extracted``)
             job.status, job.heartbeat_at = JobStatus.queued.value, now
             job.publication += 1  # the earlier message, should it come back, is stale
-            to_publish[job.id] = (job.publication, (job.features or {}).get("cache_key"))
-    for job_id in done.requeued + done.republished:
-        publication, cache_key = to_publish[job_id]
-        try:  # to the marker stage when its features are in the cache: no second extraction
-            enqueue_score(settings, str(job_id), publication, cache_key)
-        except Exception as exc:  # the broker is away: queued, published again after the grace
-            log.warning("reaper: job %s not published (%s)", job_id, type(exc).__name__)
+            to_publish.append((job.id, job.publication, job.features))
+    send(settings, to_publish)  # to the marker stage when its features are cached: no second extraction
     done.published = publish_stalled(settings)
     if done.requeued or done.republished or done.failed or done.published:
         log.warning(

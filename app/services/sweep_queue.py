@@ -76,13 +76,13 @@ def mark_published(session: Session, job_ids: list[uuid.UUID]) -> list[tuple[uui
     return marked
 
 
-def send(settings: Settings, marked: list[tuple[uuid.UUID, int, Any]]) -> None:
-    """Publish what ``mark_published`` marked (after its commit): to the marker stage when a job
-    reuses an extraction the cache holds. A failed send leaves a published, unclaimed job, which the
-    reaper publishes again after the queue grace."""
-    for job_id, publication, features in marked:
+def send(settings: Settings, jobs: list[tuple[uuid.UUID, int, Any]]) -> None:
+    """Publish each ``(id, publication, extraction record)`` after the commit that gave it its number
+    (``mark_published``, the reaper): to the marker stage when its features are in the cache. A failed
+    send leaves a queued, unclaimed job, which the reaper publishes again after the queue grace."""
+    for job_id, publication, features in jobs:
         try:
-            enqueue_score(settings, str(job_id), publication, (features or {}).get("cache_key"))
+            enqueue_score(settings, str(job_id), publication, features)
         except Exception as exc:  # the broker is away
             log.warning("job %s not published (%s)", job_id, type(exc).__name__)
 

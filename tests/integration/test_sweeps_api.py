@@ -36,7 +36,7 @@ def own(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S
     job ids the sweep queue publishes (nothing reaches a broker)."""
     published: list[str] = []
 
-    def record(_settings: Settings, job_id: str, _publication: int, _features: str | None = None) -> None:
+    def record(_settings: Settings, job_id: str, _publication: int, _features: Any = None) -> None:
         published.append(job_id)
 
     monkeypatch.setattr(sweep_queue, "enqueue_score", record)
