@@ -24,6 +24,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TORCH_HOME=/var/lib/zootriage/torch \
     HF_HUB_OFFLINE=1
 
+# bubblewrap sandboxes the children that open uploads (docs/security.md); they run as zootriage-sandbox.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --no-create-home --shell /usr/sbin/nologin zootriage-sandbox
 RUN pip install torch==2.14.1 torchvision==0.29.1
 COPY --from=wheel /dist /tmp/dist
 RUN pip install "$(ls /tmp/dist/zootriage-*.whl)[server]" && rm -rf /tmp/dist

@@ -47,6 +47,7 @@ def extract_isolated(
         limits=limits,
         gpu=device.type == "cuda",
         inputs=inputs,
+        readable=request.get("roots", ()),
         on_progress=progress,
         cancel=cancel,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,28 @@ def main() -> None:
         emit({"error": exc.to_dict()})
     except MemoryError:
         emit({"error": {"code": "resource_limit", "message": "the model ran out of its memory limit"}})
-    except Exception as exc:  # our bug or the library's: the parent fails the job as internal_error
-        emit({"error": {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}})
+    except Exception as exc:
+        traceback.print_exc()  # to stderr, which the parent logs for the operator
+        emit({"error": _unexpected(exc)})
+
+
+def _unexpected(exc: Exception) -> dict[str, str]:
+    """A refused allocation is the job's limit (``resource_limit``); anything else is our bug or the
+    library's, and the parent fails the job as ``internal_error``."""
+    if isinstance(exc, RuntimeError) and _refused_allocation(exc):
+        first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        return {"code": "resource_limit", "message": (
+            "the model asked for more memory than its limit allows (a tensor too large for this "
+            f"worker): {first}")}
+    return {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
+
+
+def _refused_allocation(exc: RuntimeError) -> bool:
+    """torch's allocators refuse with a ``RuntimeError`` (CPU: "can't allocate memory"; CUDA:
+    ``torch.OutOfMemoryError``), not a ``MemoryError``."""
+    text = str(exc)
+    return type(exc).__name__ == "OutOfMemoryError" or any(
+        sign in text for sign in ("can't allocate memory", "out of memory"))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,24 @@
-"""Running untrusted work (loading a checkpoint, reading a dataset) in a fresh, confined child process.
+"""Running untrusted work (loading a checkpoint, reading a dataset) in a fresh, sandboxed child process.
 
 Why a child: torch's loaders can be made to run code (pickles, sympy expressions, native libraries);
 the static check (``core.zoo.archive_check``) refuses every known way, and the child is the second
 line. It is a fresh interpreter (never a fork of a parent that has torch, CUDA or a database
-connection loaded), started with:
+connection loaded), started inside:
 
-- no network: its own network namespace (``unshare -n``, or ``unshare -r -n`` for an unprivileged
-  user where user namespaces are allowed); where neither works and we run as root, the low-privilege
-  user ``nobody`` instead; otherwise only the limits below (logged, see :func:`isolation`);
+- the bubblewrap sandbox of :mod:`core.sandbox` where the machine allows it: an unprivileged uid, its
+  own PID, network, mount, IPC and UTS namespaces, a read-only view of what it needs, a seccomp
+  filter (:mod:`core.seccomp`). Where bubblewrap cannot run, the older, weaker modes: a network
+  namespace (``unshare -n`` / ``unshare -r -n``), else the user ``nobody``, else rlimits alone — the
+  worker logs which one at start (:func:`isolation`);
+- a memory bound below what the host has free (:mod:`core.memory_limit`), enforced by a memory
+  cgroup where one can be made, by the address-space rlimit on the CPU otherwise;
 - rlimits, set by :mod:`core.confine` before anything untrusted is read: address space (on the CPU;
-  CUDA reserves far more virtual memory than it uses, so on a GPU the parent polls the child's RSS
-  instead), CPU seconds, size of any file written, open files, no core dumps;
-- a wall-clock limit, after which the parent kills the child's whole process group (the child leads
-  its own session, so data-loading workers die with it); the same kill ends it on a cancel or any
-  exception in the parent;
-- a throw-away folder as working directory and ``TMPDIR``, removed afterwards, and an environment
-  reduced to what Python, torch and the model caches need (no database or broker URLs).
+  CUDA reserves far more virtual memory than it uses, so on a GPU the cgroup or a poll of the resident
+  memory of the child's tree bounds it), CPU seconds, size of any file written, open files, no cores;
+- a wall-clock limit, after which the parent kills the child; the same kill ends it on a cancel or any
+  exception in the parent, and ``--die-with-parent`` ends it when the worker itself dies;
+- a throw-away folder as working directory, ``HOME`` and ``TMPDIR``, removed afterwards, and an
+  environment reduced to what Python, torch and the model caches need (no database or broker URLs).
 
 The child talks back in JSON lines (:func:`core.confine.emit`); arrays come back as a file in the
 throw-away folder, read by the caller's ``collect`` before the folder goes.
@@ -36,17 +39,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from zootriage.core import memory_limit, sandbox
 from zootriage.core.confine import ENV
 from zootriage.core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 LOW_PRIVILEGE_USER = "nobody"
+# Address space that is mapped but never resident: importing the CUDA build of torch alone maps
+# ~3.5 GB (0.7 GB resident). The rlimit on address space is the memory bound plus this; the cgroup,
+# where there is one, bounds resident memory at the bound itself.
+ADDRESS_SPACE_HEADROOM = 4 << 30
 _KEPT_ENV = (
     "PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "TORCH_HOME", "HF_HOME", "HF_HUB_OFFLINE",
     "HF_HUB_CACHE", "XDG_CACHE_HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
@@ -68,10 +76,20 @@ class ChildLimits:
 class Isolation:
     """How children are confined on this machine, beyond the rlimits every child gets."""
 
-    command: tuple[str, ...]  # prefix of the child's command line
-    user: str | None
+    command: tuple[str, ...]  # prefix of the child's command line (the older modes)
+    user: str | None  # the user the child runs as (the bubblewrap sandbox as root, or ``nobody``)
+    sandboxed: bool = False  # the bubblewrap sandbox of core.sandbox
+    fallback_reason: str | None = None  # why there is no bubblewrap sandbox
 
     def describe(self) -> str:
+        if self.sandboxed:
+            who = f"as user {self.user!r}" if self.user else "in a user namespace"
+            return (f"children run in a bubblewrap sandbox {who}: own PID, network, mount, IPC and UTS "
+                    "namespaces, read-only view, seccomp filter, memory bound, rlimits")
+        lead = f"NO SANDBOX ({self.fallback_reason}): " if self.fallback_reason else ""
+        return lead + self._weaker()
+
+    def _weaker(self) -> str:
         if self.command:
             return f"children run in their own network namespace ({' '.join(self.command)}) with rlimits"
         if self.user:
@@ -81,7 +99,17 @@ class Isolation:
 
 @functools.cache
 def isolation() -> Isolation:
-    """The strongest confinement available: try a network namespace, then a user switch."""
+    """The strongest confinement available: the bubblewrap sandbox, else a network namespace, else a
+    user switch."""
+    why = sandbox.unavailable_reason()
+    if why is None:
+        user = sandbox.sandbox_user() if os.geteuid() == 0 else None
+        return Isolation((), user.name if user else None, sandboxed=True)
+    log.warning("no bubblewrap sandbox for checkpoint children: %s", why)
+    return _weaker_isolation(why)
+
+
+def _weaker_isolation(why: str) -> Isolation:
     unshare = shutil.which("unshare")
     for prefix in ((unshare, "-n"), (unshare, "-r", "-n")) if unshare else ():
         try:
@@ -89,14 +117,14 @@ def isolation() -> Isolation:
         except (OSError, subprocess.TimeoutExpired):
             continue
         if probe.returncode == 0:
-            return Isolation(tuple(str(p) for p in prefix), None)
+            return Isolation(tuple(str(p) for p in prefix), None, fallback_reason=why)
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(LOW_PRIVILEGE_USER)
-            return Isolation((), LOW_PRIVILEGE_USER)
+            return Isolation((), LOW_PRIVILEGE_USER, fallback_reason=why)
         except KeyError:
             pass
-    return Isolation((), None)
+    return Isolation((), None, fallback_reason=why)
 
 
 def run_isolated(
@@ -107,50 +135,106 @@ def run_isolated(
     limits: ChildLimits | None = None,
     gpu: bool = False,
     inputs: dict[str, Path] | None = None,
+    readable: Sequence[str | Path] = (),
     on_progress: Callable[[str, int, int], None] | None = None,
     cancel: CancelCheck | None = None,
 ) -> T:
     """Run ``python -m module`` confined; it reads ``request.json`` from its working folder.
 
     ``inputs`` are files the child needs (name in its folder → source), linked or copied in so it can
-    read them whatever user it runs as. The child's ``{"result": ...}`` line and its folder go to
-    ``collect``; its ``{"error": {code, message}}`` is raised as the same ``ZooError``.
+    read them whatever user it runs as; ``readable`` are folders it may read (data roots). The child's
+    ``{"result": ...}`` line and its folder go to ``collect``; its ``{"error": {code, message}}`` is
+    raised as the same ``ZooError``.
     """
     bounds = limits or ChildLimits()
     mode = isolation()
+    memory = memory_limit.bound(bounds.memory_bytes)
     folder = Path(tempfile.mkdtemp(prefix="zootriage-child-"))
+    cgroup = memory_limit.MemoryCgroup.create(memory)
+    fds: list[int] = []
     try:
         for name, source in (inputs or {}).items():
             _stage(source, folder / name)
         (folder / "request.json").write_text(json.dumps(request))
-        if mode.user:
-            record = pwd.getpwnam(mode.user)
+        owner = _owner(mode)
+        if owner is not None:
             for path in [folder, *folder.iterdir()]:
-                os.chown(path, record.pw_uid, record.pw_gid)
+                os.chown(path, *owner)
+        env = _environment(folder, bounds, gpu, memory)
+        prefix: list[str] = list(mode.command)
+        if mode.sandboxed:
+            user = sandbox.sandbox_user() if mode.user else None
+            plan = sandbox.command(folder, sandbox.readable_paths(module, readable, env), gpu=gpu, user=user)
+            prefix, fds = plan.prefix, list(plan.close)
+        join = cgroup.join_fd() if cgroup else None
+        if join is not None:
+            fds.append(join)
         with open(folder / "stderr.log", "wb") as stderr:
             proc = subprocess.Popen(
-                [*mode.command, sys.executable, "-m", "zootriage.core.confine", module],
+                [*prefix, sys.executable, "-m", "zootriage.core.confine", module],
                 cwd=folder,
-                env=_environment(folder, bounds, gpu),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 start_new_session=True,
-                user=mode.user,
+                user=None if mode.sandboxed else mode.user,
+                pass_fds=tuple(fds),
+                preexec_fn=None if join is None else functools.partial(os.write, join, b"0"),
             )
+            for fd in fds:
+                os.close(fd)
+            fds = []
             try:
-                result = _converse(proc, bounds, gpu, on_progress or _ignore, cancel)
+                result = _converse(proc, bounds, memory if gpu and cgroup is None else None,
+                                   on_progress or _ignore, cancel)
+            except ResourceLimit:
+                if cgroup is not None and cgroup.oom_killed():
+                    raise ResourceLimit(_over_memory(memory)) from None
+                _log_tail(folder / "stderr.log")
+                raise
+            except RuntimeError:  # the child's internal_error: its traceback is for the operator
+                _log_tail(folder / "stderr.log")
+                raise
             finally:
                 _kill_group(proc)
         return collect(result, folder)
     finally:
+        for fd in fds:
+            os.close(fd)
+        if cgroup is not None:
+            cgroup.remove()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _log_tail(path: Path, limit: int = 4000) -> None:
+    with contextlib.suppress(OSError), open(path, "rb") as handle:
+        handle.seek(max(0, path.stat().st_size - limit))
+        log.warning("the isolated child failed; the end of its output:\n%s",
+                    handle.read().decode(errors="replace"))
+
+
+def _owner(mode: Isolation) -> tuple[int, int] | None:
+    """The uid and gid the child's folder is handed to (``None``: it stays ours)."""
+    if mode.sandboxed and mode.user:
+        user = sandbox.sandbox_user()
+        return user.uid, user.gid
+    if mode.user:
+        record = pwd.getpwnam(mode.user)
+        return record.pw_uid, record.pw_gid
+    return None
+
+
+def _over_memory(memory: int) -> str:
+    return (f"the model's process went over its memory limit of {memory >> 20} MiB (the smaller of "
+            "ZOOTRIAGE_CHILD_MEMORY_BYTES and 80 % of the memory the host had free); use a smaller "
+            "model, batch or image size, or a machine with more memory")
 
 
 def _stage(source: Path, target: Path) -> None:
     try:
         os.link(source, target)
-        if isolation().user is None:
+        if _owner(isolation()) is None:
             return
         target.unlink()  # a hard link keeps the source's owner and mode: copy for another user
     except OSError:
@@ -158,7 +242,9 @@ def _stage(source: Path, target: Path) -> None:
     shutil.copyfile(source, target)
 
 
-def _environment(folder: Path, bounds: ChildLimits, gpu: bool) -> dict[str, str]:
+def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int) -> dict[str, str]:
+    """The child's whole environment: what Python, torch and the model caches need, the caches named
+    by absolute path (its ``HOME`` is its own folder), and its limits for :mod:`core.confine`."""
     rlimits = {
         "RLIMIT_CPU": bounds.cpu_s,
         "RLIMIT_FSIZE": bounds.file_bytes,
@@ -166,8 +252,12 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool) -> dict[str, str]
         "RLIMIT_CORE": 0,
     }
     if not gpu:
-        rlimits["RLIMIT_AS"] = bounds.memory_bytes
+        rlimits["RLIMIT_AS"] = memory + ADDRESS_SPACE_HEADROOM
     env = {key: os.environ[key] for key in _KEPT_ENV if key in os.environ}
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    env.setdefault("TORCH_HOME", str(cache / "torch"))
+    env.setdefault("HF_HOME", str(cache / "huggingface"))
+    env.update(HOME=str(folder), USER="sandbox", LOGNAME="sandbox")
     here = str(Path(__file__).resolve().parent.parent)  # the child imports this very copy of core
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (here, env.get("PYTHONPATH"))))
     env["TMPDIR"] = str(folder)
@@ -179,12 +269,14 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool) -> dict[str, str]
 def _converse(
     proc: subprocess.Popen[bytes],
     bounds: ChildLimits,
-    gpu: bool,
+    polled_memory: int | None,
     on_progress: Callable[[str, int, int], None],
     cancel: CancelCheck | None,
 ) -> dict[str, Any]:
     """Forward progress lines until the child's result, error, exit, a limit, or a cancel (polled
-    at least every half second, also while the child is silent, e.g. loading a large model)."""
+    at least every half second, also while the child is silent, e.g. loading a large model).
+    ``polled_memory``: the bound on the resident memory of the child's whole tree, checked at each
+    poll (on a GPU without a memory cgroup)."""
     assert proc.stdout is not None
     deadline = time.monotonic() + bounds.wall_s
     selector = selectors.DefaultSelector()
@@ -194,8 +286,8 @@ def _converse(
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeLimit(f"loading the model and extracting features ran past {bounds.wall_s:g} s")
-        if gpu and _rss(proc.pid) > bounds.memory_bytes:
-            raise ResourceLimit(f"the model's process used over {bounds.memory_bytes >> 20} MiB of memory")
+        if polled_memory is not None and _tree_rss(proc.pid) > polled_memory:
+            raise ResourceLimit(_over_memory(polled_memory))
         stop_if_cancelled(cancel)
         if not selector.select(timeout=min(left, 0.5)):
             continue
@@ -257,15 +349,28 @@ def _death(code: int) -> str:
     return f"the model's process exited with status {code} without a result (out of memory?)"
 
 
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+def _tree_rss(pid: int) -> int:
+    """Resident memory of ``pid`` and all its descendants (the sandbox's processes sit below bwrap)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        try:
+            with open(f"/proc/{current}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

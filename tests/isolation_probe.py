@@ -1,42 +1,132 @@
-"""Run by the isolation tests inside a confined child: reports what the child can and cannot do."""
+"""Hostile code for the sandbox tests, run inside a real child: every way back to the host that an
+attacker with code execution would try, each reported as what happened (never assumed)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from zootriage.core.confine import emit
 
 LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNS = 0x20000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _outcome(call: Any) -> str:
+    """``ok`` or the error a call ended with (``OSError`` names, or ``errno N`` for libc calls)."""
+    try:
+        result = call()
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+    if isinstance(result, int) and result < 0:
+        return f"errno {ctypes.get_errno()}"
+    return "ok"
+
+
+def _connect_tcp(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass
+
+
+def _connect_unix(path: str) -> None:
+    with socket.socket(socket.AF_UNIX) as unix:
+        unix.settimeout(5)
+        unix.connect(path)
+
+
+def _setns_net() -> int:
+    """Re-enter a network namespace: the first process's own, the only one whose handle it can open."""
+    fd = os.open("/proc/1/ns/net", os.O_RDONLY)
+    try:
+        return int(_libc.setns(fd, CLONE_NEWNET))
+    finally:
+        os.close(fd)
+
+
+def _write(path: str) -> None:
+    Path(path).write_text("written from the sandbox")
+
+
+def _environments() -> list[str]:
+    """Every environment this process can read through /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.append((entry / "environ").read_bytes().decode(errors="replace"))
+            except OSError:
+                continue
+    return found
+
+
+def _command_lines() -> list[str]:
+    lines = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                lines.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return lines
+
+
+def report(request: dict[str, Any]) -> dict[str, Any]:
+    print("a library printing to stdout cannot forge a protocol line")
+    return {
+        "uid": os.getuid(),
+        "euid": os.geteuid(),
+        "groups": os.getgroups(),
+        "pid": os.getpid(),
+        "network": _outcome(lambda: _connect_tcp(request["port"])),
+        "unix_socket": _outcome(lambda: _connect_unix(request["unix_socket"])),
+        "setns": _outcome(_setns_net),
+        "unshare_user": _outcome(lambda: _libc.unshare(CLONE_NEWUSER)),
+        "unshare_mount": _outcome(lambda: _libc.unshare(CLONE_NEWNS)),
+        "mount": _outcome(lambda: _libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)),
+        "ptrace": _outcome(lambda: _libc.ptrace(16, 1, None, None)),  # PTRACE_ATTACH to pid 1
+        "shadow": _outcome(lambda: Path("/etc/shadow").read_bytes()),
+        "write_outside": _outcome(lambda: _write(request["outside"])),
+        "write_python": _outcome(lambda: _write(str(Path(sys.prefix) / "zootriage-was-here"))),
+        "signal_parent": _outcome(lambda: os.kill(request["parent_pid"], 0)),
+        "secret_seen": any(request["secret"] in text for text in _environments()),
+        "host_commands": [line for line in _command_lines() if "pytest" in line],
+        "visible_pids": sorted(int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()),
+        "limits": {name: resource.getrlimit(getattr(resource, name))[0] for name in LIMITS},
+        "cwd": os.getcwd(),
+        "tmpdir": os.environ.get("TMPDIR"),
+        "home": os.environ.get("HOME"),
+        "env": sorted(os.environ),
+    }
 
 
 def main() -> None:
     request = json.loads(Path("request.json").read_text())
-    if request["mode"] == "hang":
-        sleeper = subprocess.Popen(["sleep", "600"])
-        emit({"progress": ["sleeper", sleeper.pid, 0]})
+    mode = request["mode"]
+    if mode == "hang":
+        # A survivor would have to outlive its sandbox: a new session of its own, signals ignored.
+        subprocess.Popen(["setsid", "sleep", request["tag"]], start_new_session=True)
+        emit({"progress": ["sleeper", 1, 1]})
         time.sleep(600)
-    if request["mode"] == "error":
+    elif mode == "error":
         emit({"error": {"code": "checkpoint_key_mismatch", "message": "m.pt does not fit"}})
-        return
-    try:
-        with socket.create_connection(("127.0.0.1", request["port"]), timeout=5):
-            connected = "connected"
-    except OSError as exc:
-        connected = f"refused: {exc}"
-    print("a library printing to stdout cannot forge a protocol line")
-    emit({"result": {
-        "network": connected,
-        "limits": {name: resource.getrlimit(getattr(resource, name))[0] for name in LIMITS},
-        "cwd": os.getcwd(),
-        "tmpdir": os.environ.get("TMPDIR"),
-        "env": sorted(os.environ),
-    }})
+    elif mode == "allocate":
+        block = bytearray(request["bytes"])  # touched page by page, so it is resident, not just mapped
+        for offset in range(0, len(block), 4096):
+            block[offset] = 1
+        emit({"result": {"allocated": len(block)}})
+    else:
+        emit({"result": report(request)})
 
 
 if __name__ == "__main__":

@@ -196,7 +196,9 @@ def extract(settings: Settings, claimed: Claimed) -> Extracted:
             device=resolve_device(None),
             progress=progress,
             data_roots=settings.effective_data_roots,
-            child_limits=ChildLimits(wall_s=settings.job_time_limit_s),
+            child_limits=ChildLimits(
+                wall_s=settings.job_time_limit_s, memory_bytes=settings.child_memory_bytes
+            ),
             cancel=progress.cancelled,
         )
 
@@ -282,7 +284,13 @@ def _architecture(session: Session, result: ScoreResult) -> str:
 
 def _run_row(claimed: Claimed, result: ScoreResult, architecture: str, worker: str) -> Run:
     request = claimed.request
-    key = run_key(result.weights_sha256, result.dataset_fingerprint, request["sampling"], request["protocol"])
+    key = run_key(
+        result.weights_sha256,
+        result.dataset_fingerprint,
+        request["sampling"],
+        request["protocol"],
+        request["model"],
+    )
     versions = {spec.name: spec.version for spec in list_markers()}
     return Run(
         run_key=key,

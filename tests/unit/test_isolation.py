@@ -1,20 +1,35 @@
-"""The confined child: no network, rlimits in force, its folder removed, killed with its workers at
-the time limit, and its errors raised in the parent with their codes."""
+"""The sandboxed child, attacked from inside: every way back to the host that an upload's code would
+try runs for real through the isolation helper (tests/isolation_probe.py) and is shown to fail; and the
+child's limits, folder, time limit, death with its parent and error codes."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
+import textwrap
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from zootriage.core.errors import CheckpointKeyMismatch, TimeLimit
-from zootriage.core.isolation import ChildLimits, isolation, run_isolated
+from zootriage.core import memory_limit
+from zootriage.core.errors import CheckpointKeyMismatch, ResourceLimit, TimeLimit
+from zootriage.core.isolation import (
+    ADDRESS_SPACE_HEADROOM,
+    ChildLimits,
+    isolation,
+    run_isolated,
+)
 
 PROBE = "tests.isolation_probe"
+POSTGRES_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
+SECRET = "zootriage-test-secret-" + uuid.uuid4().hex
 
 
 def _keep(result: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -22,41 +37,117 @@ def _keep(result: dict[str, Any], folder: Path) -> dict[str, Any]:
     return {**result, "folder": str(folder)}
 
 
-def test_the_child_has_no_network_and_runs_under_limits() -> None:
-    assert isolation().command, "this machine allows network namespaces; the child must get one"
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        reachable = socket.create_connection(listener.getsockname(), timeout=5)  # from here it is
-        reachable.close()
-        limits = ChildLimits(memory_bytes=6 << 30, cpu_s=120, file_bytes=1 << 30, open_files=256)
-        result = run_isolated(PROBE, {"mode": "report", "port": listener.getsockname()[1]}, _keep,
-                              limits=limits)
-    assert result["network"].startswith("refused"), result["network"]
-    assert result["limits"] == {
-        "RLIMIT_AS": 6 << 30, "RLIMIT_CPU": 120, "RLIMIT_FSIZE": 1 << 30, "RLIMIT_NOFILE": 256,
-        "RLIMIT_CORE": 0,
+@pytest.fixture(scope="module")
+def attack(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run of every escape, with a TCP listener, a secret in our environment and a folder that
+    anyone may write, all reachable from here: only the sandbox stands between them and the child."""
+    outside = tmp_path_factory.mktemp("outside")
+    outside.chmod(0o777)
+    target = outside / "escaped.txt"
+    os.environ["ZOOTRIAGE_DATABASE_URL"] = f"postgresql://u:{SECRET}@127.0.0.1/db"
+    try:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen()
+            socket.create_connection(listener.getsockname(), timeout=5).close()  # from here it is reachable
+            request = {
+                "mode": "report", "port": listener.getsockname()[1], "unix_socket": POSTGRES_SOCKET,
+                "outside": str(target), "parent_pid": os.getpid(), "secret": SECRET,
+            }
+            limits = ChildLimits(memory_bytes=2 << 30, cpu_s=120, file_bytes=1 << 30, open_files=256)
+            result = run_isolated(PROBE, request, _keep, limits=limits)
+    finally:
+        del os.environ["ZOOTRIAGE_DATABASE_URL"]
+    return {**result, "target": target}
+
+
+def test_this_machine_gets_the_bubblewrap_sandbox() -> None:
+    mode = isolation()
+    assert mode.sandboxed, mode.describe()
+    assert "bubblewrap" in mode.describe()
+
+
+def test_the_child_runs_as_an_unprivileged_user_without_groups(attack: dict[str, Any]) -> None:
+    assert attack["uid"] != 0 and attack["euid"] != 0
+    if os.geteuid() == 0:
+        assert attack["uid"] == 65534 or attack["uid"] >= 100  # nobody or a dedicated system user
+    assert attack["groups"] in ([], [os.getgid()]) or 0 not in attack["groups"]
+
+
+def test_the_child_has_no_network(attack: dict[str, Any]) -> None:
+    assert attack["network"].startswith(("ConnectionRefusedError", "OSError")), attack["network"]
+
+
+def test_the_child_cannot_re_enter_a_network_namespace_nor_make_one(attack: dict[str, Any]) -> None:
+    assert attack["setns"] != "ok" and attack["unshare_user"] != "ok" and attack["unshare_mount"] != "ok"
+    assert attack["mount"] != "ok" and attack["ptrace"] != "ok"
+
+
+@pytest.mark.skipif(not Path(POSTGRES_SOCKET).exists(), reason="no local PostgreSQL socket to aim at")
+def test_the_child_cannot_reach_postgresql_over_its_unix_socket(attack: dict[str, Any]) -> None:
+    with socket.socket(socket.AF_UNIX) as unix:
+        unix.connect(POSTGRES_SOCKET)  # reachable from here
+    assert attack["unix_socket"].startswith("FileNotFoundError"), attack["unix_socket"]
+
+
+def test_the_child_reads_no_secret_and_no_host_file(attack: dict[str, Any]) -> None:
+    assert not attack["secret_seen"]
+    assert not any("DATABASE" in name or "BROKER" in name for name in attack["env"])
+    assert attack["shadow"].startswith(("FileNotFoundError", "PermissionError")), attack["shadow"]
+
+
+def test_the_child_sees_only_its_own_processes(attack: dict[str, Any]) -> None:
+    assert attack["host_commands"] == []
+    assert len(attack["visible_pids"]) <= 4 and attack["pid"] <= 4  # bwrap's init, the child, ...
+    assert attack["signal_parent"].startswith("ProcessLookupError"), attack["signal_parent"]
+
+
+def test_the_child_writes_nothing_outside_its_folder(attack: dict[str, Any]) -> None:
+    assert not attack["target"].exists()  # its /tmp is its own: the write, if any, went there
+    assert attack["write_python"].startswith("OSError") or "Read-only" in attack["write_python"]
+    assert not (Path(sys.prefix) / "zootriage-was-here").exists()
+
+
+def test_the_child_runs_under_limits_in_a_folder_of_its_own(attack: dict[str, Any]) -> None:
+    bound = memory_limit.bound(2 << 30)
+    assert attack["limits"] == {
+        "RLIMIT_AS": bound + ADDRESS_SPACE_HEADROOM, "RLIMIT_CPU": 120, "RLIMIT_FSIZE": 1 << 30,
+        "RLIMIT_NOFILE": 256, "RLIMIT_CORE": 0,
     }
-    assert result["cwd"] == result["folder"] == result["tmpdir"]
-    assert not Path(result["folder"]).exists()
-    assert not any("DATABASE" in name or "BROKER" in name for name in result["env"])
+    assert attack["cwd"] == attack["folder"] == attack["tmpdir"] == attack["home"]
+    assert not Path(attack["folder"]).exists()
+
+
+def test_the_memory_bound_stays_below_what_the_host_has_free() -> None:
+    free = memory_limit.available_bytes()
+    assert free is not None
+    assert memory_limit.bound(1 << 50) <= 0.8 * free + 1
+    assert memory_limit.bound(256 << 20) == 256 << 20
 
 
 def test_on_a_gpu_the_address_space_is_not_limited() -> None:
-    result = run_isolated(PROBE, {"mode": "report", "port": 9}, _keep, gpu=True)
+    result = run_isolated(PROBE, {"mode": "report", "port": 9, "unix_socket": "/nonexistent",
+                                  "outside": "/nonexistent/x", "parent_pid": 1, "secret": SECRET},
+                          _keep, gpu=True)
     assert result["limits"]["RLIMIT_AS"] == -1  # RLIM_INFINITY: CUDA maps far more than it uses
 
 
-def test_a_child_past_its_time_limit_is_killed_with_its_children() -> None:
-    seen: dict[str, int] = {}
+def test_going_over_the_memory_bound_is_a_resource_limit_and_the_parent_survives() -> None:
+    """Without the address-space rlimit (as on a GPU) the kernel's cgroup, or the parent's poll of the
+    tree's resident memory, stops a child that touches 1.5 GiB under a 256 MiB bound."""
+    with pytest.raises(ResourceLimit, match="memory limit of 256 MiB"):
+        run_isolated(PROBE, {"mode": "allocate", "bytes": 3 << 29}, _keep,
+                     limits=ChildLimits(memory_bytes=256 << 20), gpu=True)
+    result = run_isolated(PROBE, {"mode": "allocate", "bytes": 64 << 20}, _keep,
+                          limits=ChildLimits(memory_bytes=512 << 20), gpu=True)
+    assert result["allocated"] == 64 << 20
 
-    def progress(stage: str, done: int, _total: int) -> None:
-        seen[stage] = done
 
+def test_a_child_past_its_time_limit_is_killed_with_every_process_it_started() -> None:
+    tag = _tag()
     with pytest.raises(TimeLimit, match="ran past 8 s"):
-        run_isolated(PROBE, {"mode": "hang"}, _keep, limits=ChildLimits(wall_s=8), on_progress=progress)
-    assert seen["sleeper"] > 0
-    assert _dead(seen["sleeper"])
+        run_isolated(PROBE, {"mode": "hang", "tag": tag}, _keep, limits=ChildLimits(wall_s=8))
+    assert _gone(tag)
 
 
 class Cancelled(Exception):
@@ -65,33 +156,71 @@ class Cancelled(Exception):
 
 def test_an_exception_in_the_parent_kills_the_child_and_removes_its_folder() -> None:
     """A cancel reaches the computation as an exception from the progress callback."""
+    tag = _tag()
     seen: dict[str, Any] = {}
     before = set(Path(tempfile.gettempdir()).glob("zootriage-child-*"))
 
     def cancel(stage: str, done: int, _total: int) -> None:
-        seen[stage] = done
+        deadline = time.monotonic() + 30  # the sleeper is started just before this message: let it exec
+        while not _running(tag) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen["running"] = _running(tag)
         seen["folders"] = set(Path(tempfile.gettempdir()).glob("zootriage-child-*")) - before
         raise Cancelled
 
     with pytest.raises(Cancelled):
-        run_isolated(PROBE, {"mode": "hang"}, _keep, on_progress=cancel)
-    assert _dead(seen["sleeper"])
+        run_isolated(PROBE, {"mode": "hang", "tag": tag}, _keep, on_progress=cancel)
+    assert seen["running"]  # the survivor to be was there ...
+    assert _gone(tag)  # ... and is gone with the sandbox
     assert seen["folders"] and not any(folder.exists() for folder in seen["folders"])
 
 
-def _dead(pid: int) -> bool:
-    """Gone, or a zombie waiting for init to reap it (SIGKILL has landed); polled for a few seconds."""
-    for _ in range(50):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except FileNotFoundError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.1)
-    return False
+def test_a_killed_worker_takes_its_child_with_it() -> None:
+    tag = _tag()
+    worker = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        from pathlib import Path
+        from zootriage.core.isolation import run_isolated
+        run_isolated("{PROBE}", {{"mode": "hang", "tag": "{tag}"}}, lambda r, f: r)
+    """)], cwd=Path(__file__).resolve().parents[2])
+    try:
+        deadline = time.monotonic() + 120
+        while not _running(tag):
+            assert time.monotonic() < deadline and worker.poll() is None, "the child never started"
+            time.sleep(0.2)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        assert _gone(tag)
+    finally:
+        worker.kill()
 
 
 def test_errors_come_back_with_their_code() -> None:
     with pytest.raises(CheckpointKeyMismatch, match=r"m\.pt does not fit"):
         run_isolated(PROBE, {"mode": "error"}, _keep)
+
+
+def _tag() -> str:
+    """A unique ``sleep`` argument, so the host's process table tells whether that sleeper lives."""
+    return f"{600 + uuid.uuid4().int % 10**6 / 10**7:.7f}"
+
+
+def _running(tag: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+            except (OSError, IndexError):
+                continue
+            if argv[:2] == [b"sleep", tag.encode()] and state not in ("Z", "X"):
+                return True
+    return False
+
+
+def _gone(tag: str) -> bool:
+    """No live ``sleep <tag>`` on the host, polled for a few seconds (SIGKILL lands asynchronously)."""
+    for _ in range(50):
+        if not _running(tag):
+            return True
+        time.sleep(0.1)
+    return False
