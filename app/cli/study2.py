@@ -90,4 +90,7 @@ def study2(
 
 
 def register(app: typer.Typer) -> None:
+    from zootriage.app.cli.study2_recheck import study2_recheck
+
     app.command("study2")(study2)
+    app.command("study2-recheck")(study2_recheck)

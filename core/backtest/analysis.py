@@ -63,7 +63,8 @@ def exclusions(models: Sequence[Model], config: StudyConfig) -> dict[str, Any]:
     return out
 
 
-def _cases(models: Sequence[Model]) -> list[tuple[Model, Model]]:
+def v1_v2_cases(models: Sequence[Model]) -> list[tuple[Model, Model]]:
+    """(v1, v2) model pairs of one architecture and seed."""
     by_key = {(m["arch"], m["seed"], m["arm"]): m for m in models}
     return [
         (m, by_key[(m["arch"], m["seed"], "v2")])
@@ -90,7 +91,7 @@ def hypothesis_tests(
                 rows, GEOMETRY_RULE, PRIMARY, n_boot=st.n_boot, seed=seed
             )
         if config.v1v2 is not None:
-            cases = _cases(kept(arm, centering))
+            cases = v1_v2_cases(kept(arm, centering))
             out[f"H4/{centering}"] = v1_v2(cases, centering, PRIMARY, n_scored, n_boot=st.n_boot, seed=seed)
     return out
 
@@ -159,7 +160,9 @@ def analyze(models: Sequence[Model], config: StudyConfig, n_scored: dict[str, in
     sensitivity = hypothesis_tests(filtered_zoo, filtered_arm, config, n_scored["A"], with_p=False)
     for test_id, result in sensitivity.items():
         result["assessable"] = _assessable(test_id, excl)
-        result["models_kept"] = len(filtered_zoo) if not test_id.startswith("H4") else len(filtered_arm)
+        task = test_id.split("/")[1] if not test_id.startswith("H4") else "A"
+        pool = filtered_zoo if not test_id.startswith("H4") else filtered_arm
+        result["models_kept"] = sum(m["task"] == task for m in pool)
     return {
         "exclusions": excl,
         "primary": primary,

@@ -72,7 +72,19 @@ def pairwise(
     return out
 
 
-def _higher(first: Model, second: Model, names: Sequence[str], centering: str) -> int:
+PICK = {1: "v2", -1: "v1", 0: "undecided"}
+
+
+def case_differences(records: Sequence[dict[str, Any]], rule: str, baseline: str) -> list[np.ndarray]:
+    """Per architecture (sorted by name), each case's ``record[rule] − record[baseline]`` (booleans
+    as 0/1): the clusters the case bootstrap and the architecture-level tests resample."""
+    by_arch: dict[str, list[float]] = {}
+    for r in records:
+        by_arch.setdefault(r["arch"], []).append(float(r[rule]) - float(r[baseline]))
+    return [np.asarray(v) for _, v in sorted(by_arch.items())]
+
+
+def higher(first: Model, second: Model, names: Sequence[str], centering: str) -> int:
     """+1 when every ``names`` value of ``first`` is higher, −1 when every one is lower, else 0."""
     a = [value(first, n, centering) for n in names]
     b = [value(second, n, centering) for n in names]
@@ -97,12 +109,11 @@ def v1_v2(
     """H4 over (v1, v2) cases: per case, does the geometry rule (and the ID-accuracy rule) pick the
     model with the better outcome? Δ over every case, the case bootstrap's interval and p, and the
     same counts for the cases whose gap is within two binomial SEs of the difference (noise) and not."""
-    by_arch: dict[str, list[float]] = {}
     records = []
     for v1, v2 in cases:
         better = np.sign(value(v2, outcome, centering) - value(v1, outcome, centering))  # type: ignore[operator]
-        geo = _higher(v2, v1, GEOMETRY_RULE, centering)
-        ida = _higher(v2, v1, (ID_ACCURACY,), centering)
+        geo = higher(v2, v1, GEOMETRY_RULE, centering)
+        ida = higher(v2, v1, (ID_ACCURACY,), centering)
         p1, p2 = value(v1, outcome, centering), value(v2, outcome, centering)
         se = 2 * np.sqrt((p1 * (1 - p1) + p2 * (1 - p2)) / n_scored)  # type: ignore[operator]
         record = {
@@ -110,13 +121,12 @@ def v1_v2(
             "seed": v1["seed"],
             "geometry_correct": bool(better != 0 and geo == better),
             "id_correct": bool(better != 0 and ida == better),
-            "geometry_pick": {1: "v2", -1: "v1", 0: "undecided"}[geo],
+            "geometry_pick": PICK[geo],
+            "id_pick": PICK[ida],
+            "better": {1: "v2", -1: "v1", 0: "tie"}[int(better)],
             "within_noise": bool(abs(p2 - p1) <= se),  # type: ignore[operator]
         }
         records.append(record)
-        by_arch.setdefault(v1["arch"], []).append(
-            float(record["geometry_correct"]) - float(record["id_correct"])
-        )
     out: dict[str, Any] = {"cases": len(records), "records": records}
     for part, subset in (
         ("all", records),
@@ -134,7 +144,7 @@ def v1_v2(
         }
     out["delta"], out["ci"], out["p"] = out["all"]["delta"], None, None
     if records:
-        boot = stats.case_bootstrap([np.asarray(v) for _, v in sorted(by_arch.items())], n_boot, seed)
+        boot = stats.case_bootstrap(case_differences(records, "geometry_correct", "id_correct"), n_boot, seed)
         out["ci"] = stats.percentile_ci(boot)
         out["p"] = float(np.mean(boot <= 0))
     return out
