@@ -99,7 +99,11 @@ def _matches_settings(digest: str, settings_hashes: list[str]) -> bool:
 
 def authenticate(session: Session, key: str, settings_hashes: list[str]) -> Caller | None:
     """The caller a presented key stands for, or None when it is unknown or revoked."""
-    digest = hash_key(key)
+    return authenticate_hash(session, hash_key(key), settings_hashes)
+
+
+def authenticate_hash(session: Session, digest: str, settings_hashes: list[str]) -> Caller | None:
+    """``authenticate`` for a key known by its sha256 (a page session keeps only that)."""
     if _matches_settings(digest, settings_hashes):
         return Caller("settings", DEFAULT_SCOPES)
     row = session.scalar(select(ApiKey).where(ApiKey.key_hash == digest))

@@ -5,22 +5,22 @@ so without a bound a client decides how much memory one request costs. Here a de
 ``Content-Length`` over the route's limit is refused (413) before a byte is read, and a chunked or
 lying body is cut the moment it passes the limit: the app then sees a disconnect, and the client a 413.
 Multipart bodies (uploads) are also bounded in their number of parts, counted on the raw stream by
-their boundary, so a flood of tiny form fields is refused before the form parser allocates them.
+their boundary, so a flood of tiny form fields is refused before the form parser allocates them. The
+boundary is the one the parsers use (``app.multipart``); a Content-Type that could be read two ways is
+refused (400) before the body is read.
 """
 
 from __future__ import annotations
 
-import re
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from zootriage.app import multipart
 from zootriage.app.api.errors import error_response
 from zootriage.app.settings import Settings
 
 UPLOAD_ROUTES = ("/v1/checkpoints", "/ui/checkpoints")
 UPLOAD_OVERHEAD = 64 * 1024  # multipart headers and the other small fields around the file
 MAX_PARTS = 16  # an upload is one file and a few fields
-_BOUNDARY = re.compile(rb'boundary="?([^";,]{1,200})"?', re.IGNORECASE)
 
 
 class _Refused(Exception):
@@ -61,12 +61,11 @@ class BodyLimitMiddleware:
         headers = dict(scope["headers"])
         try:
             declared = _declared_length(headers.get(b"content-length"), limit)
+            boundary = _boundary(scope["headers"])
         except _Refused as refused:
             await error_response(refused.status, refused.code, refused.message)(scope, receive, send)
             return
-        counter = None
-        if (match := _BOUNDARY.search(headers.get(b"content-type", b""))) is not None:
-            counter = _PartCounter(match.group(1))
+        counter = None if boundary is None else _PartCounter(boundary)
         received = 0
         refusal: _Refused | None = None
         started = False
@@ -107,6 +106,13 @@ class BodyLimitMiddleware:
 
 def _too_large(limit: int) -> _Refused:
     return _Refused(413, "payload_too_large", f"the request body is over this endpoint's {limit}-byte limit")
+
+
+def _boundary(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    try:
+        return multipart.boundary(multipart.content_type(headers))
+    except multipart.AmbiguousBoundary as exc:
+        raise _Refused(400, "bad_request", str(exc)) from None
 
 
 def _declared_length(value: bytes | None, limit: int) -> int | None:

@@ -30,6 +30,7 @@ from zootriage.app.api.request_id import RequestIdMiddleware
 from zootriage.app.body_limits import BodyLimitMiddleware
 from zootriage.app.db.session import POOL_CAPACITY
 from zootriage.app.metrics import Metrics, MetricsMiddleware
+from zootriage.app.security_headers import SecurityHeadersMiddleware
 from zootriage.app.services.reaper import ReaperState, run_periodically
 from zootriage.app.settings import Settings, get_settings
 from zootriage.app.ui.router import install_ui
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: every answer gets the headers
     app.include_router(health.router)
     for module in (checkpoints, jobs, sweeps, runs, backtests, recommendations, rankings, gates, api_keys):
         app.include_router(module.router, dependencies=[ReadAccess])

@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     # (solver, regime check and geometry at the assumed 4096-wide features).
     glue_cost_budget: float = 12_000.0
     job_time_limit_s: int = 3600
+    # The memory a job's sandboxed child may use (features, model, data loaders together), lowered at
+    # each start to 80 % of what the host has free (core/memory_limit.py); over it the job fails
+    # with resource_limit and the worker carries on.
+    child_memory_bytes: int = Field(default=24 << 30, ge=64 << 20)
     # Redis redelivers a task whose worker died once this much time has passed without an ack; it
     # must exceed the longest job, or a slow job runs twice (harmlessly, but wastefully).
     broker_visibility_timeout_s: int = 7200
@@ -76,6 +80,8 @@ class Settings(BaseSettings):
     read_access: AccessMode = "auto"
     write_access: AccessMode = "auto"
     metrics_access: AccessMode = "auto"
+    # How long a login of the web pages lasts (app/ui/session.py); logging out ends it sooner.
+    page_session_hours: float = Field(default=12.0, gt=0, le=24 * 30)
     # Off loopback the server refuses to start with no key configured, unless this says it knowingly
     # may (e.g. behind a proxy that authenticates).
     allow_no_keys: bool = False

@@ -1,4 +1,4 @@
-"""The tables: uploaded checkpoints, jobs, runs and their markers and tags, API keys.
+"""The tables: uploaded checkpoints, jobs, runs and their markers and tags, API keys, page sessions.
 
 Markers are one row per (run, name) rather than a JSON blob so that the history can be filtered and
 sorted by any marker with an index. A run is identified by its run key (weights content hash, dataset
@@ -291,3 +291,17 @@ class Gate(Base):
     # passed, failed or inconclusive (no rule failed, but one could not decide beyond the noise).
     status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class PageSession(Base):
+    """A login of the web pages (``app.ui.session``): the browser holds a random token, this row its
+    sha256 (a database leak opens no session), the sha256 of the API key it was opened with (whose
+    revocation ends it) and when it ends. Logging out deletes the row, so a copied cookie dies with it.
+    """
+
+    __tablename__ = "page_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64), index=True)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(Timestamp, index=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from zootriage.app import multipart
 from zootriage.app.services.errors import ServiceError
 
 MAX_FIELD_BYTES = 4096
@@ -111,9 +112,13 @@ class _Receiver:
 async def receive_file(
     content_type: str | None, chunks: AsyncIterator[bytes], folder: Path, limit: int
 ) -> ReceivedFile:
-    """Parse a ``multipart/form-data`` stream whose ``file`` part is the upload; other parts are fields."""
-    mime, options = parse_options_header(content_type or "")
-    boundary = options.get(b"boundary")
+    """Parse a ``multipart/form-data`` stream whose ``file`` part is the upload; other parts are fields.
+    The boundary is ``app.multipart``'s, the one the part counter (``app.body_limits``) counted."""
+    mime, _ = parse_options_header(content_type or "")
+    try:
+        boundary = multipart.boundary(content_type)
+    except multipart.AmbiguousBoundary as exc:
+        raise ServiceError(400, "bad_request", str(exc)) from None
     if mime != b"multipart/form-data" or not boundary:
         raise ServiceError(415, "unsupported_media_type", "send multipart/form-data with a 'file' part")
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,6 @@
-"""The login form: checks a key once and keeps it in an HttpOnly, SameSite=Strict cookie."""
+"""The login form: checks a key once and opens a server-side login (``app.ui.page_sessions``) whose
+random token is kept in an HttpOnly, SameSite=Strict cookie for ``page_session_hours``; logging out
+deletes the login, so the cookie opens nothing afterwards even if it was copied."""
 
 from __future__ import annotations
 
@@ -6,9 +8,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from zootriage.app.api.deps import SessionDep, SettingsDep
-from zootriage.app.api_keys import authenticate
+from zootriage.app.api_keys import authenticate, hash_key
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.ui.session import KEY_COOKIE, KEY_MAX, check_csrf
+from zootriage.app.ui.page_sessions import close_session, open_session
+from zootriage.app.ui.session import KEY_MAX, OLD_KEY_COOKIE, SESSION_COOKIE, check_csrf
 from zootriage.app.ui.templating import render
 
 router = APIRouter()
@@ -38,16 +41,26 @@ async def login(request: Request, session: SessionDep, settings: SettingsDep) ->
     except ServiceError as exc:
         context = {"next": target, "reason": None, "errors": {"key": f"{exc.code}: {exc.message}"}}
         return render(request, "login.html", context, status=exc.status)
+    if previous := request.cookies.get(SESSION_COOKIE):
+        close_session(session, previous)  # a new login replaces the browser's old one
+    token = open_session(session, hash_key(key), settings.page_session_hours)
     response = RedirectResponse(target, status_code=303)
     secure = request.url.scheme == "https"
-    response.set_cookie(KEY_COOKIE, key, httponly=True, samesite="strict", secure=secure, path="/")
+    response.set_cookie(
+        SESSION_COOKIE, token, max_age=round(settings.page_session_hours * 3600),
+        httponly=True, samesite="strict", secure=secure, path="/",
+    )
+    response.delete_cookie(OLD_KEY_COOKIE, path="/")
     return response
 
 
 @router.post("/logout")
-async def logout(request: Request) -> Response:
+async def logout(request: Request, session: SessionDep) -> Response:
     form = await request.form()
     check_csrf(request, str(form.get("csrf", "")))
+    if token := request.cookies.get(SESSION_COOKIE):
+        close_session(session, token)
     response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(KEY_COOKIE, path="/")
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(OLD_KEY_COOKIE, path="/")
     return response

@@ -39,7 +39,11 @@ def marker_scatter(
     xs = [x[i].value for i in kept]  # type: ignore[union-attr]
     ys = [y[i].value for i in kept]  # type: ignore[union-attr]
     # Text stays text (selectable, small) rather than paths; a fixed salt makes the SVG's ids stable.
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "zootriage", "font.size": 10}):
+    # Labels are user text (run names, architecture labels): drawn literally, never parsed as mathtext,
+    # where ``$\undefined$`` would raise and a crafted expression could cost the server's time.
+    with matplotlib.rc_context(
+        {"svg.fonttype": "none", "svg.hashsalt": "zootriage", "font.size": 10, "text.parse_math": False}
+    ):
         fig = Figure(figsize=(7, 4.2), layout="constrained")
         FigureCanvasSVG(fig)
         ax = fig.subplots()

@@ -1,8 +1,9 @@
-"""Who is looking at a page: the same access policy as the API, with the key kept in a cookie.
+"""Who is looking at a page: the same access policy as the API, with a login kept in a cookie.
 
-A browser cannot add an ``X-API-Key`` header to a link, so the login form stores the key in an
-HttpOnly, SameSite=Strict cookie (never in a URL, never readable by scripts). Only the pages read that
-cookie; the /v1 API still reads the header alone, so a cookie can never authorise an API call.
+A browser cannot add an ``X-API-Key`` header to a link, so the login form checks the key once and
+opens a server-side login (``app.ui.page_sessions``): the HttpOnly, SameSite=Strict cookie holds a
+random token with an expiry (never the key, never in a URL, never readable by scripts). Only the pages
+read that cookie; the /v1 API still reads the header alone, so a cookie can never authorise an API call.
 
 Writes from pages need a CSRF token besides: a random token in its own SameSite=Strict cookie that the
 page repeats in the ``X-CSRF-Token`` header (HTMX sends it from ``hx-headers``) or a form field. A
@@ -21,8 +22,10 @@ from zootriage.app.api.deps import require_read, require_write
 from zootriage.app.api_keys import Caller, authenticate
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.settings import Settings
+from zootriage.app.ui.page_sessions import session_caller
 
-KEY_COOKIE = "zt_key"
+SESSION_COOKIE = "zt_session"
+OLD_KEY_COOKIE = "zt_key"  # where earlier versions kept the raw key: never read, deleted at login and logout
 CSRF_COOKIE = "zt_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 KEY_MAX = 256  # issued keys are ~45 characters; anything far longer is not one
@@ -36,18 +39,21 @@ class LoginNeeded(Exception):
         self.message = message
 
 
-def presented_key(request: Request) -> str | None:
-    key = request.headers.get("X-API-Key") or request.cookies.get(KEY_COOKIE)
-    return key[:KEY_MAX] if key else None
-
-
 def page_caller(request: Request, session: Session, settings: Settings) -> Caller | None:
-    key = presented_key(request)
-    if key is None:
+    """The caller of an ``X-API-Key`` header, else of the login cookie; None for neither (or for a
+    login that has ended: then ``request.state.login_ended`` is set, for the login form to say so)."""
+    key = request.headers.get("X-API-Key")
+    if key:
+        caller = authenticate(session, key[:KEY_MAX], settings.api_key_hashes)
+        if caller is None:
+            raise LoginNeeded("the API key is not valid (unknown or revoked)")
+        return caller
+    token = request.cookies.get(SESSION_COOKIE)
+    if not token:
         return None
-    caller = authenticate(session, key, settings.api_key_hashes)
+    caller = session_caller(session, token, settings.api_key_hashes)
     if caller is None:
-        raise LoginNeeded("the stored API key is not valid (unknown or revoked); log in again")
+        request.state.login_ended = True
     return caller
 
 
@@ -56,7 +62,9 @@ def check_read(request: Request, session: Session, settings: Settings) -> None:
     try:
         require_read(page_caller(request, session, settings), session, settings)
     except ServiceError as exc:
-        raise LoginNeeded(exc.message) from None
+        ended = getattr(request.state, "login_ended", False)
+        message = "your login has ended (logged out, expired or its key revoked); log in again"
+        raise LoginNeeded(message if ended else exc.message) from None
 
 
 def csrf_token(request: Request) -> str:

@@ -61,9 +61,13 @@ _ADAPTER: TypeAdapter[AnyDatasetRef] = TypeAdapter(DatasetRef)
 
 CLASSES_MAX = 10_000
 PER_CLASS_MAX = 10_000
+# Every marker describes class manifolds: each class needs 2 points at least (``core.inputs.class_labels``
+# refuses fewer), so a request for fewer is refused here rather than failing in the worker.
+PER_CLASS_MIN = 2
 Classes = Annotated[int | None, Field(ge=2, le=CLASSES_MAX, description="classes to sample (None: all)")]
 PerClass = Annotated[
-    int | None, Field(ge=1, le=PER_CLASS_MAX, description="images per class (None: every image)")
+    int | None,
+    Field(ge=PER_CLASS_MIN, le=PER_CLASS_MAX, description="images per class (None: every image)"),
 ]
 Split = Annotated[str | None, Field(max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zootriage.core.data.images import ImageSet
-from zootriage.core.data.refs import Sampling
+from zootriage.core.data.refs import PER_CLASS_MIN, Sampling
 from zootriage.core.errors import BadSampling
 
 
@@ -71,6 +71,14 @@ def choose_classes(
                 f"class {name} has {int(counts[short[0]])} images, fewer than the "
                 f"{sampling.per_class} asked per class"
             )
+    thin = [k for k in picked if counts[k] < PER_CLASS_MIN]  # with up_to or every image: what it has
+    if thin:
+        label = int(present[thin[0]])
+        name = names[label] if label < len(names) else str(label)
+        raise BadSampling(
+            f"class {name} has {int(counts[thin[0]])} image(s); the markers need at least {PER_CLASS_MIN} "
+            "per class (choose classes with more, or another dataset)"
+        )
     return picked
 
 

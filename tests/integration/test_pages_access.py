@@ -33,7 +33,7 @@ def _log_in(client: TestClient, key: str, next_path: str = "/runs") -> None:
     )
     assert (answer.status_code, answer.headers["location"]) == (303, next_path)
     cookie = answer.headers["set-cookie"]
-    assert "zt_key=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie, cookie
+    assert "zt_session=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie, cookie
 
 
 def _alerts(page: str) -> list[str]:

@@ -29,12 +29,14 @@ def test_the_class_count_table_matches_the_opened_sets(name: str, split: str) ->
 
 def test_builtin_checks_draw_the_classes_sample_draws() -> None:
     ref = parse_dataset_ref("builtin:foolbox-imagenet")
-    assert check_dataset(ref, Sampling(per_class=1), [], LIMITS) == 19
+    with pytest.raises(BadSampling, match=r"has 1 image.*at least 2 per class"):
+        check_dataset(ref, Sampling(per_class=None), [], LIMITS)  # one image per class, one class has two
     with pytest.raises(BadSampling, match="fewer than the 2 asked"):
-        check_dataset(ref, Sampling(per_class=2), [], LIMITS)  # one image per class, one class has two
+        check_dataset(ref, Sampling(per_class=2), [], LIMITS)
     with pytest.raises(BadSampling, match="asked for 20 classes"):
-        check_dataset(ref, Sampling(classes=20, per_class=1), [], LIMITS)
+        check_dataset(ref, Sampling(classes=20, per_class=None), [], LIMITS)
     digits = parse_dataset_ref("builtin:digits")
+    assert check_dataset(digits, Sampling(per_class=2), [], LIMITS) == 10
     with pytest.raises(BadSampling, match="fewer than the 175 asked"):
         check_dataset(digits, Sampling(per_class=175), [], LIMITS)  # class 8 has 174
     # classes=3 of mnist's val split: the check refuses exactly when sampling would
