@@ -9,8 +9,14 @@ What it proves, per format (each refusal is a ``core.errors`` code naming the us
   itself a torch file checked like a ``.pt``.
 - ``.pt``/``.pth``/``.bin``: a torch zip (``data.pkl`` + raw storages) or a legacy pickle stream
   (five pickles then raw storages); every pickle is scanned (``core.zoo.pickle_scan``).
-- ``.safetensors``: the header length is bounded, the header is a JSON table of tensors whose offsets
-  lie inside the file and agree with their dtype and shape.
+- ``.safetensors``: the header length is bounded, the header is a JSON table of tensors (no key twice)
+  whose offsets agree with their dtype and shape and tile the data area: no tensor overlaps another,
+  no byte belongs to none.
+
+One reader: zips are read by ``core.zoo.strict_zip`` only, which refuses any archive two readers could
+read differently, and each member is read exactly once. ``checked_copy`` writes the bytes it read into
+a canonical archive (``core.zoo.canonical_zip``; a nested torch zip is rewritten too), and the loader
+hands torch that archive, never the upload: what torch loads is byte for byte what was checked.
 
 Zip bombs: member count and name length are bounded, and every member is decompressed in chunks with
 the running total capped (``Bounds.total_bytes``), so a declared size is never trusted and nothing
@@ -23,8 +29,8 @@ import io
 import json
 import re
 import struct
-import zipfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -36,10 +42,11 @@ from zootriage.core.errors import (
     NotACheckpoint,
     TruncatedCheckpoint,
 )
+from zootriage.core.zoo import strict_zip
+from zootriage.core.zoo.canonical_zip import CanonicalZip
 from zootriage.core.zoo.pickle_scan import PickleMalformed, PickleRefused, scan_pickle
 from zootriage.core.zoo.program_json import UnsafeProgram, check_model_json, payload_members
 
-CHUNK = 1 << 20
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _MODEL = r"[A-Za-z0-9_]{1,128}"
 PT2_MEMBERS = re.compile(
@@ -75,47 +82,76 @@ class Bounds:
 def check_file(path: Path, display_name: str, bounds: Bounds | None = None) -> None:
     """Refuse ``path`` unless it passes the static check for its suffix; ``display_name`` (the user's
     file name) is the only name in messages, so a server path never leaks."""
-    limits = bounds or Bounds()
+    _check(path, display_name, bounds or Bounds(), None)
+
+
+def checked_copy(path: Path, display_name: str, folder: Path, bounds: Bounds | None = None) -> Path:
+    """``check_file``, and the file a torch loader may open: for a zip, a canonical archive written
+    in ``folder`` (under ``path``'s name) from exactly the bytes the check read, so that torch never
+    reads the upload itself (``core.zoo.canonical_zip``); a legacy pickle or a ``.safetensors`` file,
+    which torch reads as the check did, is ``path`` itself."""
+    target = folder / path.name
+    if _check(path, display_name, bounds or Bounds(), target):
+        return target
+    return path
+
+
+def _check(path: Path, display_name: str, limits: Bounds, target: Path | None) -> bool:
+    """The check; with ``target``, a zip's canonical rewrite is written there. Whether it was."""
     suffix = Path(display_name).suffix.lower() or path.suffix.lower()
     if not path.is_file():
         raise NotACheckpoint(f"{display_name}: no such file")
     if suffix == ".safetensors":
         _check_safetensors(path, display_name, limits)
-    elif suffix == ".pt2":
-        _check_program(path, display_name, limits)
-    elif suffix in (".pt", ".pth", ".bin"):
-        with open(path, "rb") as f:
-            _check_torch_file(f, path.stat().st_size, display_name, limits)
-    else:
+        return False
+    if suffix not in (".pt2", ".pt", ".pth", ".bin"):
         raise NotACheckpoint(f"{display_name}: not a checkpoint format (.pt2, .safetensors, .pt, .pth, .bin)")
+    with open(path, "rb") as f:
+        if suffix == ".pt2" and f.read(2) != b"PK":
+            raise NotACheckpoint(f"{display_name}: not a torch.export program (not a zip archive)")
+        f.seek(0)
+        zipped = f.read(4) == strict_zip.LOCAL
+        f.seek(0)
+        if target is None or not zipped:
+            _check_any(f, path.stat().st_size, display_name, limits, suffix, None)
+            return False
+        try:
+            with open(target, "wb") as out:
+                writer = CanonicalZip(out)
+                _check_any(f, path.stat().st_size, display_name, limits, suffix, writer)
+                writer.close()
+            with open(target, "rb") as written:  # the new file has the one reading it was written with
+                strict_zip.read_directory(written, target.stat().st_size, display_name, limits.members,
+                                          limits.name_chars)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+    return True
+
+
+def _check_any(
+    f: IO[bytes], size: int, name: str, limits: Bounds, suffix: str, out: CanonicalZip | None
+) -> None:
+    if suffix == ".pt2":
+        _check_program(_Zip(f, size, name, limits, out), name)
+    else:
+        _check_torch_file(f, size, name, limits, out)
 
 
 class _Zip:
-    """A zip opened under the bounds: names checked once, members read with a shared byte budget."""
+    """A zip read under the bounds by the one reader (``core.zoo.strict_zip``): names checked once,
+    each member read exactly once with a shared byte budget and, when ``out`` is given, written there
+    as read (``keep=False`` leaves writing to the caller: a nested archive is written as rewritten)."""
 
-    def __init__(self, source: str | Path | IO[bytes], size: int, name: str, limits: Bounds) -> None:
+    def __init__(self, f: IO[bytes], size: int, name: str, limits: Bounds, out: CanonicalZip | None) -> None:
+        self.f = f
         self.name = name
         self.limits = limits
+        self.out = out
         self.budget = min(limits.total_bytes, size * limits.expansion + limits.json_bytes)
-        try:
-            self.zf = zipfile.ZipFile(source)
-        except zipfile.BadZipFile as exc:
-            raise TruncatedCheckpoint(f"{name}: the zip archive is incomplete or corrupt ({exc})") from exc
-        infos = self.zf.infolist()
-        if len(infos) > limits.members:
-            raise CheckpointTooLarge(f"{name}: {len(infos)} archive members, over the limit {limits.members}")
-        seen: set[str] = set()
-        for info in infos:
-            member = info.filename
-            unsafe = "\\" in member or "\0" in member or ".." in member.split("/")
-            if len(member) > limits.name_chars or unsafe:
-                raise CheckpointUnsafe(f"{name}: an archive member has an unsafe name {member[:80]!r}")
-            if member in seen:
-                raise CheckpointUnsafe(f"{name}: the archive holds {member[:80]!r} twice")
-            if info.flag_bits & 1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-                raise CheckpointUnsafe(f"{name}: {member[:80]!r} is encrypted or oddly compressed")
-            seen.add(member)
-        self.infos = {info.filename: info for info in infos}
+        entries = strict_zip.read_directory(f, size, name, limits.members, limits.name_chars)
+        self.infos = {entry.name: entry for entry in entries}
+        self.done: set[str] = set()
 
     def root(self) -> str:
         """The one top folder every member sits in (torch writes ``<archive name>/...``)."""
@@ -124,31 +160,48 @@ class _Zip:
             raise NotACheckpoint(f"{self.name}: the archive's members are not all in one folder")
         return roots.pop() + "/"
 
-    def read(self, member: str, cap: int) -> bytes:
+    def read(self, member: str, cap: int, keep: bool = True) -> bytes:
         """The member's bytes, refused past ``cap`` or past the archive's remaining budget."""
-        parts: list[bytes] = []
-        self._stream(member, cap, parts.append)
-        return b"".join(parts)
+        data = b"".join(self._chunks(member, cap))
+        if keep:
+            self.keep(member, data)
+        return data
+
+    def keep(self, member: str, data: bytes) -> None:
+        """Write ``data`` as ``member`` of the canonical archive."""
+        if self.out is not None:
+            self.out.add(member, len(data), zlib.crc32(data), [data])
 
     def drain(self, member: str) -> None:
-        """Decompress and discard (raw tensor data): only the budget and the CRC are checked."""
-        self._stream(member, self.budget, lambda _chunk: None)
+        """Decompress (raw tensor data): only the budget, the size and the CRC are checked."""
+        chunks = self._chunks(member, self.budget)
+        if self.out is None:
+            for _chunk in chunks:
+                pass
+        else:
+            entry = self.infos[member]
+            self.out.add(member, entry.size, entry.crc, chunks)
 
-    def _stream(self, member: str, cap: int, sink: Callable[[bytes], None]) -> None:
+    def finish(self) -> None:
+        """Every member the checks did not read is drained, so the canonical archive holds them all."""
+        for member in self.infos:
+            if member not in self.done:
+                self.drain(member)
+
+    def _chunks(self, member: str, cap: int) -> Iterator[bytes]:
+        if member in self.done:
+            raise AssertionError(f"{member!r} read twice")  # one reading per member, by construction
+        self.done.add(member)
         total = 0
-        try:
-            with self.zf.open(self.infos[member]) as handle:
-                while chunk := handle.read(CHUNK):
-                    total += len(chunk)
-                    self.budget -= len(chunk)
-                    if total > cap or self.budget < 0:
-                        raise CheckpointTooLarge(
-                            f"{self.name}: {member.partition('/')[2] or member} decompresses to more than "
-                            "the allowed size (a zip bomb?)"
-                        )
-                    sink(chunk)
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-            raise TruncatedCheckpoint(f"{self.name}: member {member[:80]!r} is corrupt ({exc})") from exc
+        for chunk in strict_zip.chunks(self.f, self.infos[member], self.name):
+            total += len(chunk)
+            self.budget -= len(chunk)
+            if total > cap or self.budget < 0:
+                raise CheckpointTooLarge(
+                    f"{self.name}: {member.partition('/')[2] or member} decompresses to more than "
+                    "the allowed size (a zip bomb?)"
+                )
+            yield chunk
 
     def json(self, member: str) -> Any:
         try:
@@ -157,11 +210,7 @@ class _Zip:
             raise NotACheckpoint(f"{self.name}: {member.partition('/')[2]} is not valid JSON") from exc
 
 
-def _check_program(path: Path, name: str, limits: Bounds) -> None:
-    with open(path, "rb") as f:
-        if f.read(2) != b"PK":
-            raise NotACheckpoint(f"{name}: not a torch.export program (not a zip archive)")
-    archive = _Zip(path, path.stat().st_size, name, limits)
+def _check_program(archive: _Zip, name: str) -> None:
     root = archive.root()
     members = {member[len(root):]: member for member in archive.infos if not member.endswith("/")}
     for relative in members:
@@ -209,27 +258,40 @@ def _check_program(path: Path, name: str, limits: Bounds) -> None:
             archive.json(member)
         else:
             archive.drain(member)
+    archive.finish()
 
 
 def _check_nested_torch(archive: _Zip, member: str, name: str, relative: str) -> None:
-    """A torch file stored inside the program (pickled weight, constant or sample inputs)."""
-    data = archive.read(member, archive.budget)
-    _check_torch_file(io.BytesIO(data), len(data), f"{name} ({relative})", archive.limits)
+    """A torch file stored inside the program (pickled weight, constant or sample inputs); a nested
+    zip goes into the canonical program rewritten itself, since torch reads it with its zip reader too."""
+    data = archive.read(member, archive.budget, keep=False)
+    if archive.out is None or data[:4] != strict_zip.LOCAL:
+        _check_torch_file(io.BytesIO(data), len(data), f"{name} ({relative})", archive.limits, None)
+        archive.keep(member, data)
+        return
+    rewritten = io.BytesIO()
+    writer = CanonicalZip(rewritten)
+    _check_torch_file(io.BytesIO(data), len(data), f"{name} ({relative})", archive.limits, writer)
+    writer.close()
+    archive.keep(member, rewritten.getvalue())
 
 
-def _check_torch_file(f: IO[bytes], size: int, name: str, limits: Bounds) -> None:
+def _check_torch_file(f: IO[bytes], size: int, name: str, limits: Bounds, out: CanonicalZip | None) -> None:
+    """A ``.pt``: torch reads a zip when the file starts with a local header (``torch.serialization.
+    _is_zipfile``), else a legacy pickle stream; the check decides the same way."""
     magic = f.read(4)
     f.seek(0)
-    if magic[:2] == b"PK":
-        _check_torch_zip(f, size, name, limits)
+    if magic == strict_zip.LOCAL:
+        _check_torch_zip(_Zip(f, size, name, limits, out), name, limits)
+    elif magic[:2] == b"PK":
+        raise TruncatedCheckpoint(f"{name}: the zip archive is incomplete or corrupt (no member first)")
     elif magic[:1] == b"\x80":
         _check_legacy_pickle(f, name, limits)
     else:
         raise NotACheckpoint(f"{name}: not a checkpoint (neither a torch zip nor a pickle)")
 
 
-def _check_torch_zip(f: IO[bytes], size: int, name: str, limits: Bounds) -> None:
-    archive = _Zip(f, size, name, limits)
+def _check_torch_zip(archive: _Zip, name: str, limits: Bounds) -> None:
     root = archive.root()
     for member in archive.infos:
         relative = member[len(root):]
@@ -245,6 +307,7 @@ def _check_torch_zip(f: IO[bytes], size: int, name: str, limits: Bounds) -> None
             _scan(archive.read(member, limits.pickle_bytes), name)
         else:
             archive.drain(member)
+    archive.finish()
 
 
 def _check_legacy_pickle(f: IO[bytes], name: str, limits: Bounds) -> None:
@@ -270,6 +333,8 @@ def _scan(data: bytes | IO[bytes], name: str) -> None:
 
 
 def _check_safetensors(path: Path, name: str, limits: Bounds) -> None:
+    """The header, then the tensors' byte ranges: they must tile the data area exactly, as the
+    safetensors library requires, so no two tensors share bytes and no bytes hide between them."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(8)
@@ -281,24 +346,51 @@ def _check_safetensors(path: Path, name: str, limits: Bounds) -> None:
         if header_len > size - 8:
             raise TruncatedCheckpoint(f"{name}: the header runs past the end of the file")
         try:
-            header = json.loads(f.read(header_len))
+            header = json.loads(f.read(header_len), object_pairs_hook=_unique_keys)
+        except _RepeatedKey as exc:
+            raise CheckpointUnsafe(f"{name}: the safetensors header names {str(exc)[:80]!r} twice") from exc
         except (ValueError, RecursionError) as exc:
             raise NotACheckpoint(f"{name}: not a safetensors file (header is not JSON)") from exc
     if not isinstance(header, dict):
         raise NotACheckpoint(f"{name}: not a safetensors file (header is not a JSON object)")
     data_size = size - 8 - header_len
+    ranges: list[tuple[int, int, str]] = []
     for key, entry in header.items():
         if key == "__metadata__":
             if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
                 raise NotACheckpoint(f"{name}: not a safetensors file (metadata is not text)")
             continue
-        end = _safetensors_entry(entry, key, name)
+        start, end = _safetensors_entry(entry, key, name)
         if end > data_size:
             raise TruncatedCheckpoint(f"{name}: {size} bytes, its header describes {8 + header_len + end}")
+        ranges.append((start, end, key))
+    covered, last = 0, ""
+    for start, end, key in sorted(ranges):
+        if start < covered:
+            raise CheckpointUnsafe(f"{name}: tensors {last[:80]!r} and {key[:80]!r} share bytes")
+        if start > covered:
+            raise NotACheckpoint(f"{name}: not a safetensors file (bytes {covered}..{start} are no tensor's)")
+        covered, last = end, key
+    if covered != data_size:
+        raise NotACheckpoint(f"{name}: not a safetensors file ({data_size - covered} bytes past its tensors)")
 
 
-def _safetensors_entry(entry: Any, key: str, name: str) -> int:
-    """The end offset of one tensor, after checking dtype, shape and offsets agree."""
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when a key repeats: JSON parsers disagree on which value wins."""
+    table: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in table:
+            raise _RepeatedKey(key)
+        table[key] = value
+    return table
+
+
+def _safetensors_entry(entry: Any, key: str, name: str) -> tuple[int, int]:
+    """The byte range of one tensor in the data area, after checking dtype, shape and offsets agree."""
     bad = NotACheckpoint(f"{name}: not a safetensors file (malformed entry {key[:80]!r})")
     if not isinstance(entry, dict) or entry.get("dtype") not in SAFETENSORS_DTYPES:
         raise bad
@@ -313,16 +405,17 @@ def _safetensors_entry(entry: Any, key: str, name: str) -> int:
         numel *= d
     if not 0 <= start <= end or end - start != numel * SAFETENSORS_DTYPES[entry["dtype"]]:
         raise bad
-    return int(end)
+    return int(start), int(end)
 
 
 METADATA_BYTES = 64 * 1024
 
 
 def program_extra(path: Path, display_name: str, member: str) -> bytes | None:
-    """The bytes of the extra file ``member`` of a ``.pt2`` that passed ``check_file``, read by zipfile
-    alone (at most ``METADATA_BYTES``), or None when the program carries none: how the API reads a
-    program's description without a torch loader."""
-    archive = _Zip(path, path.stat().st_size, display_name, Bounds())
-    wanted = archive.root() + "extra/" + member
-    return archive.read(wanted, METADATA_BYTES) if wanted in archive.infos else None
+    """The bytes of the extra file ``member`` of a ``.pt2`` that passed ``check_file``, read by the
+    check's own zip reader (at most ``METADATA_BYTES``), or None when the program carries none: how the
+    API reads a program's description without a torch loader."""
+    with open(path, "rb") as f:
+        archive = _Zip(f, path.stat().st_size, display_name, Bounds(), None)
+        wanted = archive.root() + "extra/" + member
+        return archive.read(wanted, METADATA_BYTES) if wanted in archive.infos else None

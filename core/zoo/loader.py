@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +13,7 @@ import torch
 from torch import nn
 
 from zootriage.core.zoo import timm_zoo, torchvision_zoo
-from zootriage.core.zoo.archive_check import check_file
+from zootriage.core.zoo.archive_check import checked_copy
 from zootriage.core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_output_linear
 from zootriage.core.zoo.preprocess import Preprocess, from_torchvision
 from zootriage.core.zoo.programs import load_program
@@ -51,8 +54,9 @@ class LoadedModel:
 
 
 def load_model(ref: AnyModelRef) -> LoadedModel:
-    """Build the model in this process. A checkpoint passes the static check first; callers with
-    untrusted files run this only in an isolated child (``core.scoring``)."""
+    """Build the model in this process. A checkpoint passes the static check first and torch loads
+    what the check read (``_checked``); callers with untrusted files run this only in an isolated
+    child (``core.scoring``)."""
     if isinstance(ref, TorchvisionRef):
         return _torchvision(ref)
     if isinstance(ref, TimmRef):
@@ -93,8 +97,8 @@ def _timm(ref: TimmRef) -> LoadedModel:
 def _state_dict(ref: CheckpointRef) -> LoadedModel:
     assert ref.architecture is not None
     path = Path(ref.path)
-    check_file(path, path.name)
-    state = read_state_dict(path)
+    with _checked(path) as loadable:
+        state = read_state_dict(loadable)
     module: nn.Module
     if ref.library == "torchvision":
         model = torchvision_zoo.build(ref.architecture, 1000)
@@ -121,12 +125,21 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
 
 def _program(ref: CheckpointRef) -> LoadedModel:
     path = Path(ref.path)
-    check_file(path, path.name)
-    program = load_program(path, ref.penultimate_node, ref.preprocess, ref.label_space)
+    with _checked(path) as loadable:
+        program = load_program(loadable, ref.penultimate_node, ref.preprocess, ref.label_space)
     return _loaded(
         program.module, program.preprocess, path, "checkpoint", program.architecture or PROGRAM, path.name,
         None, program.label_space, program.penultimate, program.warnings,
     )
+
+
+@contextmanager
+def _checked(path: Path) -> Iterator[Path]:
+    """The file torch may open for the checkpoint at ``path``, once it passed the static check: a zip
+    is rewritten from the bytes the check read (``archive_check.checked_copy``) into a private
+    temporary folder, removed once loaded, so torch's own zip reader never sees the upload."""
+    with tempfile.TemporaryDirectory(prefix="zootriage-checked-") as folder:
+        yield checked_copy(path, path.name, Path(folder))
 
 
 def _head_input(model: nn.Module, preprocess: Preprocess) -> tuple[nn.Module, str]:

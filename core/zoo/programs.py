@@ -48,7 +48,8 @@ class Program:
 def load_program(
     path: Path, node_name: str | None, preprocess: Preprocess | None, label_space: str | None
 ) -> Program:
-    """The program at ``path``; arguments that are not ``None`` override what was saved with it."""
+    """The program at ``path`` (for an upload, the static check's canonical rewrite: ``core.zoo.
+    loader``); arguments that are not ``None`` override what was saved with it."""
     program, saved = _read(path)
     graph_module, node = exported_penultimate(program, node_name)
     shape = _input_shape(graph_module)

@@ -6,7 +6,8 @@ torchvision does not check the hashes of files already in its cache, so we hash 
 
 Loading never executes code from the file: ``.safetensors`` holds tensors only, and ``.pt``/``.pth``/
 ``.bin`` go through ``torch.load(weights_only=True)``, which refuses pickled globals outside tensors and
-plain containers. Each way a file can be unusable is its own error (see ``core.errors``).
+plain containers. Each way a file can be unusable is its own error (see ``core.errors``). An upload
+reaches ``torch.load`` only as the static check's canonical rewrite (``core.zoo.loader._checked``).
 """
 
 from __future__ import annotations
