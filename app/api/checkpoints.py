@@ -89,9 +89,11 @@ async def upload_checkpoint(
     ``label_space`` override the file's. With neither, pixels are only scaled to [0, 1] at the
     program's input size and every run on it carries a warning saying so.
 
-    The id is the content hash. Uploading the same bytes again with the same file name and fields
-    answers 200 with the stored record; with other ones, 409 ``checkpoint_exists`` naming the stored
-    record's fields, because the record (and so every job naming the id) keeps the first ones.
+    The id is the content hash. Uploading the same bytes again answers 200 with the stored record,
+    whatever file name, name or tags it gives: those label jobs and runs, so give them on the job
+    (``name``, ``tags``; ``PATCH /v1/runs/{id}`` relabels a run). Only a ``preprocess`` or
+    ``label_space`` other than the stored one is refused (409 ``checkpoint_exists``): jobs on the id
+    that give none inherit the stored ones, so give yours on the job's model instead.
     """
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > settings.upload_limit_bytes + 64 * 1024:

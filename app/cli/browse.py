@@ -1,5 +1,5 @@
-"""Client commands that read and manage what a service holds: ``history``, ``show``, ``gates`` and
-``cancel``. Like every client command they import only httpx, typer, rich and pydantic, take
+"""Client commands that read and manage what a service holds: ``history``, ``show``, ``label``,
+``gates`` and ``cancel``. Like every client command they import only httpx, typer, rich and pydantic, take
 ``--url``/``--api-key`` (or ``ZOOTRIAGE_URL``/``ZOOTRIAGE_API_KEY``), print ``--json`` on request and
 exit 2 with one line on any error.
 """
@@ -28,6 +28,7 @@ from zootriage.app.cli.client import (
     _warn,
     err,
     out,
+    tag_map,
 )
 from zootriage.app.cli.tables import Column, fitted_table
 
@@ -259,7 +260,36 @@ def cancel(
     out.print(f"job {job['id']}: {job['status']}")
 
 
+def label(
+    run_id: Annotated[str, typer.Argument(help="run id (as history prints it)")],
+    url: Url = DEFAULT_URL,
+    api_key: ApiKey = None,
+    name: Annotated[str | None, typer.Option("--name", help="the run's new name")] = None,
+    clear_name: Annotated[bool, typer.Option("--clear-name", help="remove the run's name")] = False,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value to set, repeatable")] = None,
+    untag: Annotated[list[str] | None, typer.Option("--untag", help="tag key to remove, repeatable")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Rename or retag a run after scoring (labels change no number); other tags stay as they are."""
+    with _errors_exit():
+        if name is not None and clear_name:
+            raise ServiceError("--name and --clear-name contradict each other: give one")
+        tags: dict[str, str | None] = {**tag_map(tag), **dict.fromkeys(untag or [])}
+        if name is None and not clear_name and not tags:
+            raise ServiceError("nothing to change: give --name, --clear-name, --tag or --untag")
+        patch: dict[str, Any] = {"tags": tags}
+        if name is not None or clear_name:
+            patch["name"] = name
+        client = Client(url, api_key)
+        run = client.call("PATCH", f"/v1/runs/{_uuid(run_id, 'run')}", json=patch).json()
+    if as_json:
+        _print_json(run)
+        return
+    tagged = f" [{_tags(run['tags'])}]" if run["tags"] else ""
+    out.print(f"run {run['id']}: {escape(run['label'] + tagged)}")
+
+
 def register(app: typer.Typer) -> None:
-    for command in (history, show, gates, cancel):
+    for command in (history, show, label, gates, cancel):
         app.command()(command)
 

@@ -2,7 +2,8 @@
 
 Markers are one row per (run, name) rather than a JSON blob so that the history can be filtered and
 sorted by any marker with an index. A run is identified by its run key (weights content hash, dataset
-fingerprint, sampling, protocol), which is unique: the same question is never answered twice.
+fingerprint, sampling, protocol, the model reference's options such as preprocessing and label space:
+``app.db.run_key``), which is unique: the same question is never answered twice.
 """
 
 from __future__ import annotations

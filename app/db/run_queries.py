@@ -140,6 +140,24 @@ def run_by_id(session: Session, run_id: uuid.UUID) -> Run | None:
     return session.get(Run, run_id)
 
 
+def run_for_update(session: Session, run_id: uuid.UUID) -> Run | None:
+    """The run, its row locked until the transaction ends: two edits of its labels apply one after the
+    other, each to what the other left (SQLite, which locks the whole database on write, ignores it)."""
+    return session.get(Run, run_id, with_for_update=True)
+
+
+def set_labels(run: Run, name: str | None, tags: dict[str, str]) -> None:
+    """Give the run this name and exactly these tags: kept keys are updated in place and only others
+    inserted or deleted, so no flush ever holds one key twice (``uq_run_tags_run_id_key``)."""
+    run.name = name
+    kept = [tag for tag in run.tags if tag.key in tags]
+    for tag in kept:
+        tag.value = tags[tag.key]
+    present = {tag.key for tag in kept}
+    added = [RunTag(key=key, value=value) for key, value in sorted(tags.items()) if key not in present]
+    run.tags = kept + added
+
+
 def run_with_markers(session: Session, run_id: uuid.UUID) -> RunWithMarkers | None:
     """One stored run with its markers, or None."""
     return runs_with_markers(session, [run_id]).get(run_id)

@@ -19,7 +19,9 @@ class JobRequest(BaseModel):
     A sampling without ``per_class`` extracts enough images for disjoint GLUE repeats
     (``Sampling.for_repeats``). ``name`` and ``tags`` label the run (a checkpoint's own are used when
     the job gives none); they are not part of what is computed, so a run already stored for the same
-    request keeps its labels.
+    request keeps its labels (``PATCH /v1/runs/{id}`` changes them). Everything else is: a job that asks
+    for other preprocessing, label space, sampling or protocol gets a run of its own
+    (``app.db.run_key``).
     """
 
     model_config = ConfigDict(extra="forbid")

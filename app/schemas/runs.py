@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from zootriage.app.db.models import Run
-from zootriage.app.labels import run_label, warnings_of
+from zootriage.app.labels import MAX_TAGS, TAG_KEY, Name, check_tags, run_label, warnings_of
 from zootriage.core.protocol import Protocol
 
 
@@ -79,6 +79,31 @@ class RunDetail(RunIdentity):
     n_images: int
     timings: dict[str, Any]
     markers: list[MarkerOut]
+
+
+class RunLabels(BaseModel):
+    """A JSON merge patch (RFC 7396) of a run's labels, which describe it and change no number:
+    ``name`` replaces its name (``null`` removes it); each member of ``tags`` sets that tag, or removes
+    it when ``null``; a field left out stays as it is. Every name and tag is checked as at submit
+    (``app.labels``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = Field(default=None, description="the new name; null removes it")
+    tags: dict[str, str | None] = Field(
+        default_factory=dict,
+        max_length=MAX_TAGS,
+        description='tags to set, or to remove with null, e.g. {"stage": "prod", "old": null}',
+    )
+
+    @model_validator(mode="after")
+    def _check_tags(self) -> RunLabels:
+        removed = [key for key, value in self.tags.items() if value is None]
+        for key in removed:
+            if not TAG_KEY.match(key):
+                raise ValueError(f"tag key {key[:40]!r} is not a tag key")
+        check_tags({key: value for key, value in self.tags.items() if value is not None})
+        return self
 
 
 class RunPage(BaseModel):

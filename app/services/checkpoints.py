@@ -117,7 +117,11 @@ def described(fields: dict[str, str]) -> Described:
     return Described(name, tags, preprocess, label_space)
 
 
-FIELDS = ("library", "architecture", "filename", "name", "tags", "preprocess", "label_space")
+# What a job on the checkpoint inherits when it says nothing itself (``app.services.inherit``): these
+# change the numbers of later jobs, so the first upload's stay and a re-upload may not say otherwise.
+# Every other field (file name, name, tags, a state_dict's library and architecture, which its jobs
+# name themselves) only describes the bytes: a re-upload that gives others is the same checkpoint.
+INHERITED = ("preprocess", "label_space")
 
 
 @dataclass(frozen=True)
@@ -129,14 +133,19 @@ class Accepted:
 
 
 def _again(existing: Checkpoint, upload: Checkpoint) -> Accepted:
-    """The stored record when the re-upload says the same about it, else 409 naming it."""
-    if all(getattr(existing, f) == getattr(upload, f) for f in FIELDS):
+    """The stored record for the same bytes uploaded again: 200 whatever name, tags or file name the
+    re-upload gives (labels belong to jobs and runs, which take them from the job); 409 only when it
+    gives a preprocessing or label space other than the stored one, which jobs on it inherit."""
+    clashes = [
+        f for f in INHERITED if getattr(upload, f) is not None and getattr(upload, f) != getattr(existing, f)
+    ]
+    if not clashes:
         return Accepted(CheckpointOut.model_validate(existing), created=False)
-    stored = ", ".join(f"{f}={getattr(existing, f)!r}" for f in FIELDS)
+    stored = ", ".join(f"{f}={getattr(existing, f)!r}" for f in clashes)
     raise ServiceError(
         409, "checkpoint_exists",
-        f"these bytes are already checkpoint {existing.sha256} with {stored}; use that id (the stored "
-        "record keeps its fields)",
+        f"these bytes are already checkpoint {existing.sha256} with {stored}, which jobs on it that give "
+        f"none inherit; give {' and '.join(clashes)} on the job's model instead (model.{clashes[0]})",
     )
 
 

@@ -7,7 +7,6 @@ through the schemas (``app.schemas.runs``).
 
 from __future__ import annotations
 
-import csv
 import io
 import uuid
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from zootriage.app.csv_cells import csv_writer
 from zootriage.app.db.models import Job, Marker, Run
 from zootriage.app.db.paging import CREATED, PageKey
 from zootriage.app.db.run_queries import (
@@ -22,12 +22,14 @@ from zootriage.app.db.run_queries import (
     latest_job_of,
     list_runs,
     marker_values,
+    run_for_update,
     run_with_markers,
+    set_labels,
     upload_filenames,
 )
 from zootriage.app.db.session import get_sessionmaker
-from zootriage.app.labels import BadLabel, parse_tag
-from zootriage.app.schemas.runs import RunDetail, RunSummary
+from zootriage.app.labels import MAX_TAGS, BadLabel, parse_tag
+from zootriage.app.schemas.runs import RunDetail, RunLabels, RunSummary
 from zootriage.app.services.errors import ServiceError
 from zootriage.core.markers import list_markers
 
@@ -82,6 +84,34 @@ def run_detail(session: Session, run_id: uuid.UUID) -> RunDetail:
     return RunDetail.model_validate(found.run, context=context)
 
 
+def relabel(
+    session: Session, run_id: uuid.UUID, labels: RunLabels, *, replace_tags: bool = False
+) -> RunDetail:
+    """Apply a merge patch of the run's name and tags (``RunLabels``) and commit; the run in full.
+    ``replace_tags``: the patch's tags are the whole new set (a form that shows every tag), not changes.
+    404 ``run_not_found``; 422 ``too_many_tags`` when the tags it would carry are over the limit."""
+    run = run_for_update(session, run_id)
+    if run is None:
+        raise ServiceError(404, "run_not_found", f"no run {run_id}")
+    name = labels.name if "name" in labels.model_fields_set else run.name
+    tags = {} if replace_tags else run.tag_map
+    for key, value in labels.tags.items():
+        if value is None:
+            tags.pop(key, None)
+        else:
+            tags[key] = value
+    if len(tags) > MAX_TAGS:
+        session.rollback()
+        raise ServiceError(
+            422,
+            "too_many_tags",
+            f"a run carries at most {MAX_TAGS} tags; this would give it {len(tags)}: remove some with null",
+        )
+    set_labels(run, name, tags)
+    session.commit()
+    return run_detail(session, run_id)
+
+
 @dataclass(frozen=True)
 class RunPage:
     """What the run's page shows: the row, its markers, and the newest job that produced or found it."""
@@ -105,7 +135,7 @@ def csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> 
     identity = ["id", "created_at", "name", "tags", "architecture", "weights_sha256", "dataset_fingerprint"]
     head = [*identity, "run_key", *names]
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv_writer(buffer)  # user text is neutralised for spreadsheets
     writer.writerow(head)
     after: PageKey | None = None
     while True:

@@ -1,4 +1,5 @@
-"""``/runs`` (the history, through the same filter and query as GET /v1/runs), its CSV, and ``/runs/{id}``."""
+"""``/runs`` (the history, through the same filter and query as GET /v1/runs), its CSV, ``/runs/{id}``
+and its labels form (the service behind ``PATCH /v1/runs/{id}``, behind the pages' CSRF and write checks)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from pydantic import ValidationError
 
 from zootriage.app.api.cursor import Cursor, PageLimit
 from zootriage.app.api.deps import SessionDep, SettingsDep
 from zootriage.app.api.run_query import RunQueryDep
+from zootriage.app.labels import NAME_CHARS, BadLabel, parse_tags
+from zootriage.app.schemas.runs import RunLabels
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.services.runs import run_page_parts
+from zootriage.app.services.runs import relabel, run_page_parts
+from zootriage.app.ui.session import check_write
 from zootriage.app.ui.templating import render
 from zootriage.core.markers import list_markers
 
@@ -64,8 +69,56 @@ def history_csv(settings: SettingsDep, query: RunQueryDep) -> StreamingResponse:
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: uuid.UUID, session: SessionDep) -> HTMLResponse:
+    return _run_page(request, session, run_id)
+
+
+def _run_page(
+    request: Request,
+    session: SessionDep,
+    run_id: uuid.UUID,
+    form: dict[str, str] | None = None,
+    error: ServiceError | None = None,
+) -> HTMLResponse:
+    """The run's page; with the labels form as it was sent and the ``{code, message}`` that refused it."""
     try:
         shown = run_page_parts(session, run_id)
     except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
-    return render(request, "run.html", {"run": shown.run, "markers": shown.markers, "job": shown.job})
+    tags = ", ".join(f"{key}={value}" for key, value in shown.run.tag_map.items())
+    context = {
+        "run": shown.run,
+        "markers": shown.markers,
+        "job": shown.job,
+        "labels": form or {"name": shown.run.name or "", "tags": tags},
+        "label_error": error,
+        "name_chars": NAME_CHARS,
+    }
+    return render(request, "run.html", context, status=error.status if error else 200)
+
+
+def _labels_of(form: dict[str, str]) -> RunLabels:
+    """The form says the whole new name and tag set (``k=v, k=v``); an empty name removes it."""
+    try:
+        tags = parse_tags(form.get("tags", ""))
+        return RunLabels.model_validate({"name": form.get("name", "").strip() or None, "tags": tags})
+    except BadLabel as exc:
+        raise ServiceError(422, "invalid_request", f"tags: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "labels"
+        raise ServiceError(422, "invalid_request", f"{where}: {first['msg']}") from None
+
+
+@router.post("/runs/{run_id}/labels", response_class=HTMLResponse)
+async def run_labels(
+    request: Request, run_id: uuid.UUID, session: SessionDep, settings: SettingsDep
+) -> Response:
+    """Rename or retag the run, then back to its page (303); the page with the refusal otherwise."""
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    try:
+        check_write(request, session, settings, form.get("csrf"))
+        relabel(session, run_id, _labels_of(form), replace_tags=True)
+    except ServiceError as exc:
+        sent = {"name": form.get("name", ""), "tags": form.get("tags", "")}
+        return _run_page(request, session, run_id, sent, exc)
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)

@@ -84,9 +84,14 @@ def count(database_url: str, model: type, *where: Any) -> int:
 
 
 def run_job(
-    client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, model: dict[str, Any]
+    client: TestClient,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    model: dict[str, Any],
+    **body: Any,
 ) -> dict[str, Any]:
-    """Submit through the API and run the task in this process (the real worker code and child)."""
+    """Submit through the API and run the task in this process (the real worker code and child);
+    ``body`` adds to or replaces parts of the request (a protocol, a name, ...)."""
     import zootriage.app.services.jobs as jobs
     import zootriage.worker.runner as runner
     import zootriage.worker.tasks as tasks
@@ -101,6 +106,7 @@ def run_job(
         "model": model,
         "dataset": {"source": "builtin", "name": "mnist"},
         "sampling": {"per_class": 3, "split": "test"},
+        **body,
     }
     submitted = client.post("/v1/jobs", json=request)
     assert submitted.status_code == 202, submitted.text

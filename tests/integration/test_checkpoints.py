@@ -29,10 +29,13 @@ def test_a_program_is_stored_under_its_sha256(
     same = client.post("/v1/checkpoints", files={"file": ("mnist.pt2", data)})
     assert same.status_code == 200
     assert same.json() == body
-    renamed = client.post("/v1/checkpoints", files={"file": ("again.pt2", data)})
-    assert renamed.status_code == 409
-    assert renamed.json()["code"] == "checkpoint_exists"
-    assert sha in renamed.json()["message"] and "filename='mnist.pt2'" in renamed.json()["message"]
+    renamed = client.post("/v1/checkpoints", files={"file": ("again.pt2", data)}, data={"name": "again"})
+    assert renamed.status_code == 200 and renamed.json() == body  # a label: the stored record answers
+    other_space = {"label_space": "x"}  # what jobs inherit: the stored record's may not change
+    relabelled = client.post("/v1/checkpoints", files={"file": ("mnist.pt2", data)}, data=other_space)
+    assert relabelled.status_code == 409
+    assert relabelled.json()["code"] == "checkpoint_exists"
+    assert sha in relabelled.json()["message"] and "label_space=None" in relabelled.json()["message"]
     assert not list(settings.effective_upload_dir.glob(".upload-*"))
 
 

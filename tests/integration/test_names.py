@@ -76,8 +76,16 @@ def test_an_upload_keeps_its_file_name_name_tags_and_preprocessing(
     data = digit_programs["ccexam"].read_bytes()
     again = api.post("/v1/checkpoints", files={"file": ("ccexam.pt2", data)}, data=fields)
     assert again.status_code == 200 and again.json() == stored
-    renamed = api.post("/v1/checkpoints", files={"file": ("ccexam.pt2", data)}, data={**fields, "name": "x"})
-    assert (renamed.status_code, renamed.json()["code"]) == (409, "checkpoint_exists")
+    # Names, tags and file names label jobs and runs, not bytes: the stored record answers, unchanged.
+    renamed = api.post(
+        "/v1/checkpoints", files={"file": ("other.pt2", data)}, data={"name": "x", "tags": "team=audio"}
+    )
+    assert renamed.status_code == 200 and renamed.json() == stored
+    # What jobs inherit may not change under them.
+    other = {**fields, "preprocess": json.dumps({**MNIST_NORMALISED, "std": [1.0]})}
+    refused = api.post("/v1/checkpoints", files={"file": ("ccexam.pt2", data)}, data=other)
+    assert (refused.status_code, refused.json()["code"]) == (409, "checkpoint_exists")
+    assert "model.preprocess" in refused.json()["message"]
 
 
 @pytest.mark.parametrize(
