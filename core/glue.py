@@ -37,7 +37,7 @@ from zootriage.core.device import resolve_device
 from zootriage.core.errors import CancelCheck, stop_if_cancelled
 from zootriage.core.glue_geometry import bag_sums, effective_geometry, radius_of
 from zootriage.core.glue_regime import Regime, combine, judge, saturated_fraction, separable_fraction
-from zootriage.core.glue_subsets import Noise, repeat_subsets
+from zootriage.core.glue_subsets import Noise, seeded_subsets
 from zootriage.core.inputs import class_labels, finite_matrix
 from zootriage.core.nnls import solve_batched, solve_reference
 from zootriage.core.protocol import CENTERINGS, DICHOTOMIES, Centering, Dichotomy
@@ -162,9 +162,9 @@ def analyze(
     _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
     dev = resolve_device(device)
     runs = []
+    subsets, noise = seeded_subsets(classes, points_per_class, repeats, seed)
     root = np.random.SeedSequence(seed)
-    (partition,) = root.spawn(1)
-    subsets, noise = repeat_subsets(classes, points_per_class, repeats, np.random.default_rng(partition))
+    root.spawn(1)  # its first child drew the subsets (seeded_subsets); the repeats take the next ones
     workers = torch.get_num_threads()  # the process's share of the cores, before single_threaded
     for keep in subsets:
         stop_if_cancelled(cancel)

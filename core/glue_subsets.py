@@ -79,6 +79,16 @@ def repeat_subsets(
     return [np.concatenate(parts) for parts in per_repeat], _label(kind, fraction, tightest, repeats)
 
 
+def seeded_subsets(
+    classes: np.ndarray, points_per_class: int | None, repeats: int, seed: int
+) -> tuple[list[np.ndarray], Noise]:
+    """``repeat_subsets`` drawn from the first child of ``SeedSequence(seed)``: the subsets of
+    ``core.glue.analyze`` under that seed, so that markers outside GLUE can measure their noise over
+    the very same points (``core.markers.compute``)."""
+    (partition,) = np.random.SeedSequence(seed).spawn(1)
+    return repeat_subsets(classes, points_per_class, repeats, np.random.default_rng(partition))
+
+
 def _label(kind: NoiseKind, fraction: float, tightest: tuple[int, int], repeats: int) -> Noise:
     m, size = tightest
     if kind == "disjoint" or repeats == 1:

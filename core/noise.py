@@ -9,15 +9,14 @@ Welch t-test rejects equal means at CONFIDENCE:
     ν = se⁴ / ((s₁²/R₁)²/(R₁ − 1) + (s₂²/R₂)²/(R₂ − 1))   (Welch–Satterthwaite),
     p = 2 · P(T_ν > |t|).
 
-A gate compares a statistic (a candidate value, a change, a relative change) with a threshold: it
-decides only when the threshold lies outside the statistic's two-sided CONFIDENCE interval
-estimate ± q·se, q the 1 − (1 − CONFIDENCE)/2 quantile of T_ν; so each decision is wrong with
-probability at most (1 − CONFIDENCE)/2 when the truth sits exactly on the threshold.
+Markers outside GLUE (ID accuracy, LogME, ...) carry the same kind of std: their spread over the
+very subsets of images the GLUE repeats use (``core.markers.compute``), so that every marker's
+standard error is std/√R. A marker without a std (a single repeat, repeats that share all their
+points, a run stored before every marker had one) has no noise estimate (se None): it never decides.
+Relative changes use the delta method, se(c/b − 1) ≈ √(se_c² + (c/b)² se_b²) / |b|.
 
-Markers outside GLUE (ID accuracy, LogME, ...) are deterministic functions of the stored sample:
-their noise is zero and any strict difference counts. A GLUE marker from a single repeat has no
-noise estimate (se None): it never decides. Relative changes use the delta method,
-se(c/b − 1) ≈ √(se_c² + (c/b)² se_b²) / |b|.
+CI gates ask another question, "is the candidate no worse than the baseline?", and answer it with a
+non-inferiority test against the rule's margin (``core.triage.gates``).
 """
 
 from __future__ import annotations
@@ -29,21 +28,19 @@ from scipy import stats
 
 CONFIDENCE = 0.95
 TEST = f"two-sided Welch t-test on repeat means at {CONFIDENCE:.0%}"
-NO_NOISE_ESTIMATE = "no noise estimate (repeats=1)"
+ALPHA = 1.0 - CONFIDENCE  # the level of each one-sided test of a CI gate (core.triage.gates)
+GATE_TEST = f"non-inferiority against each rule's margin: one-sided Welch t-tests at α = {ALPHA:.2g} (TOST)"
+NO_NOISE_ESTIMATE = "no noise estimate (repeats=1, or none stored)"
 
 
 @dataclass(frozen=True)
 class Estimate:
     """A marker value with its standard error ``se`` and degrees of freedom ``df`` (inf: exact).
-    ``se`` None means the value has noise that was not measured (a single GLUE repeat)."""
+    ``se`` None means the value has noise that was not measured (a single repeat, or no std stored)."""
 
     value: float
     se: float | None
     df: float
-
-    @classmethod
-    def exact(cls, value: float) -> Estimate:
-        return cls(value, 0.0, math.inf)
 
     @classmethod
     def from_repeats(cls, value: float, std: float | None, repeats: int) -> Estimate:
@@ -96,10 +93,3 @@ def compare(first: Estimate, second: Estimate) -> Difference:
         return Difference(diff, 0.0, 0.0 if diff != 0 else 1.0)
     p = 2.0 * float(stats.t.sf(abs(diff) / se, df))
     return Difference(diff, se, p)
-
-
-def interval(estimate: float, se: float, df: float) -> tuple[float, float]:
-    """The two-sided CONFIDENCE interval estimate ± q·se."""
-    level = 0.5 + CONFIDENCE / 2
-    q = float(stats.t.ppf(level, df)) if math.isfinite(df) else float(stats.norm.ppf(level))
-    return estimate - q * se, estimate + q * se

@@ -22,6 +22,13 @@ MEAN, STD = 0.1307, 0.3081
 
 def ccexam_features(per_class: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(n, 128) float64 features and (n,) labels of ``per_class`` MNIST test images per digit."""
+    features, _, labels = ccexam_outputs(per_class, seed)
+    return features, labels
+
+
+def ccexam_outputs(per_class: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, 128) float64 features, (n, 10) float64 logits and (n,) labels of ``per_class`` MNIST test
+    images per digit."""
     from ccexam.models import MNISTNet
 
     model = MNISTNet(28)
@@ -36,7 +43,7 @@ def ccexam_features(per_class: int = 60, seed: int = 0) -> tuple[np.ndarray, np.
     captured: list[torch.Tensor] = []
     hook = model.classifier[1].register_forward_hook(lambda _m, _i, out: captured.append(out))
     with torch.no_grad():
-        model((batch - MEAN) / STD)
+        logits = model((batch - MEAN) / STD)
     hook.remove()
     labels = np.array([int(images.labels[int(i)]) for i in chosen])
-    return captured[0].double().cpu().numpy(), labels
+    return captured[0].double().cpu().numpy(), logits.double().cpu().numpy(), labels

@@ -15,6 +15,7 @@ not decide beyond the noise of the GLUE repeats: rerun with more ``--repeats`` o
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -123,27 +124,58 @@ class Client:
             raise ServiceError(f"{method} {path} answered {response.status_code} ({detail})")
         return response
 
-    def upload(self, path: Path, library: str | None, architecture: str | None, **labels: str | None) -> str:
-        """Upload a local weights file; the service names it by content, so re-uploads are free.
-        ``labels`` are the other form fields (name, tags, preprocess, label_space)."""
-        given = {"library": library, "architecture": architecture, **labels}
+    def upload(self, path: Path, library: str | None, architecture: str | None) -> str:
+        """Upload a local weights file as bytes alone; the service names it by content, so uploading
+        it again is free whatever name it was first uploaded under. What a job says about it
+        (preprocessing, label space, name, tags) goes on the job, not on the upload."""
+        given = {"library": library, "architecture": architecture}
         fields = {k: v for k, v in given.items() if v}
         with path.open("rb") as handle:
             answer = self.call("POST", "/v1/checkpoints", files={"file": (path.name, handle)}, data=fields)
         return str(answer.json()["model_path"])
 
 
-def model_json(client: Client, text: str, **labels: str | None) -> dict[str, Any]:
-    """A model reference string as the API's JSON; a checkpoint naming a local file is uploaded first
-    (with ``labels`` as its form fields). ``run:ID`` names a stored run (gates only)."""
-    from zootriage.core.zoo.refs import CheckpointRef, parse_model_ref
+UPLOAD_ID = re.compile(r"^ckpt:([0-9a-f]{64})$")
 
+
+def _preprocess(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ServiceError(f"--preprocess is not JSON ({exc})") from None
+
+
+def model_json(
+    client: Client, text: str, preprocess: str | None = None, label_space: str | None = None
+) -> dict[str, Any]:
+    """A model reference string as the API's JSON; a checkpoint naming a local file is uploaded first.
+    ``preprocess`` (JSON) and ``label_space`` go into a checkpoint's reference, whether it names a
+    local file or an upload id (``ckpt:<id>`` or ``ckpt:<id>.pt2``), so they are part of the job's
+    request and of its run's key. ``run:ID`` names a stored run (gates only)."""
+    from zootriage.core.zoo.refs import CheckpointRef, parse_model_ref, validate_model_ref
+
+    given = {"preprocess": _preprocess(preprocess), "label_space": label_space}
+    options = {k: v for k, v in given.items() if v is not None}
     if text.startswith("run:"):
+        if options:
+            raise ServiceError("--preprocess and --label-space do not apply to a stored run (run:ID)")
         return {"source": "run", "id": text.removeprefix("run:")}
+    bare = UPLOAD_ID.match(text)
+    if bare and not Path(bare.group(1)).is_file():
+        text += ".pt2"  # an upload's id as the service prints it: under ckpt: only a program stands alone
     ref = parse_model_ref(text)
+    if options and not isinstance(ref, CheckpointRef):
+        raise ServiceError(
+            "--preprocess and --label-space apply to a checkpoint (ckpt:, tv:ARCH@FILE, timm:NAME@FILE): "
+            "a library model uses its weights' own"
+        )
     if isinstance(ref, CheckpointRef) and Path(ref.path).is_file():
-        stored = client.upload(Path(ref.path), ref.library, ref.architecture, **labels)
+        stored = client.upload(Path(ref.path), ref.library, ref.architecture)
         ref = ref.model_copy(update={"path": stored})
+    if options:
+        ref = validate_model_ref({**ref.model_dump(mode="json"), **options})
     return ref.model_dump(mode="json", exclude_none=True)
 
 
@@ -296,13 +328,18 @@ def submit(
     with _errors_exit():
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
-        # The name and tags go on the job (so on its run): an upload's own fields are kept from its
-        # first upload, and a re-upload that says otherwise is refused.
-        labels = {"preprocess": preprocess, "label_space": label_space}
+        # Everything goes on the job: preprocessing and label space into its model (they change the
+        # numbers, so its run), the name and tags onto its run.
+        tags = tag_map(tag)
         body = {
-            "model": model_json(client, model, **labels), **scoring.body(), "name": name, "tags": tag_map(tag)
+            "model": model_json(client, model, preprocess, label_space),
+            **scoring.body(),
+            "name": name,
+            "tags": tags,
         }
         answer = client.call("POST", "/v1/jobs", json=body)
+        if answer.status_code == 200 and (name is not None or tags):
+            answer = relabel(client, answer.json(), name, tags)
         if as_json:  # the run (200, already computed) or the queued job (202)
             _print_json(answer.json())
         elif answer.status_code == 200:
@@ -311,6 +348,13 @@ def submit(
             _warn(run["label"], run["warnings"])
         else:
             out.print(f"queued: job {answer.json()['id']}")
+
+
+def relabel(client: Client, run: dict[str, Any], name: str | None, tags: dict[str, str]) -> httpx.Response:
+    """The stored run that answered a request, with the name and tags this request gives it (a name
+    replaces its name, tags are set key by key): labels belong to the run, whoever computed it."""
+    patch: dict[str, Any] = {"tags": tags, **({"name": name} if name is not None else {})}
+    return client.call("PATCH", f"/v1/runs/{run['id']}", json=patch)
 
 
 def status(
@@ -455,6 +499,14 @@ def rank(
         _print_rule(answer["rule"])
 
 
+# Options a gate sends only when given: the server's defaults are the same, and a stored run's own
+# sampling and protocol stand where they are left out.
+GATE_DEFAULT = "(default: %s, or a run:ID side's own)"
+GateSeed = Annotated[
+    int | None, typer.Option(help=f"seed of the sampling and of the markers {GATE_DEFAULT % 0}")
+]
+
+
 def gate(
     candidate: Annotated[str, typer.Option(help=MODEL_HELP)],
     baseline: Annotated[str, typer.Option(help=f"{MODEL_HELP}, or run:ID of a stored run")],
@@ -465,23 +517,31 @@ def gate(
     classes: Classes = None,
     per_class: PerClass = None,
     split: Split = None,
-    seed: Seed = 0,
-    n_t: NT = 1000,
-    points_per_class: PointsPerClass = 50,
+    seed: GateSeed = None,
+    n_t: Annotated[int | None, typer.Option("--n-t", help=f"GLUE draws {GATE_DEFAULT % 1000}")] = None,
+    points_per_class: Annotated[
+        int | None, typer.Option(help=f"GLUE points per class {GATE_DEFAULT % 50}")
+    ] = None,
     repeats: Repeats = None,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
     """Gate a candidate against a baseline: exit 0 when every rule passes, 1 when one fails, 3 when none
-    fails but one is inconclusive (within the noise of the GLUE repeats), 2 on error."""
+    fails but one is inconclusive (the noise is larger than a rule's margin), 2 on error. A stored run
+    (run:ID) lends the gate its own sampling and protocol: options given must agree with them."""
     with _errors_exit():
         client = Client(url, api_key)
-        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
+        from zootriage.core.data.refs import parse_dataset_ref
+
+        given = {"classes": classes, "per_class": per_class, "seed": seed, "split": split}
+        settings = {"n_t": n_t, "seed": seed, "points_per_class": points_per_class, "repeats": repeats}
         body = {
             "candidate": model_json(client, candidate),
             "baseline": model_json(client, baseline),
             "rules": rule,
-            **scoring.body(),
+            "dataset": parse_dataset_ref(dataset).model_dump(mode="json"),
+            "sampling": {k: v for k, v in given.items() if v is not None},
+            "protocol": {k: v for k, v in settings.items() if v is not None},
         }
         answer = answered(client, lambda: client.call("POST", "/v1/gates", json=body), timeout)
     if as_json:

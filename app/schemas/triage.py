@@ -16,7 +16,7 @@ from zootriage.app.db.models import Gate
 from zootriage.app.labels import Name, Tags
 from zootriage.app.schemas.jobs import JobOut
 from zootriage.core.data.refs import DatasetRef, Sampling
-from zootriage.core.noise import TEST
+from zootriage.core.noise import GATE_TEST
 from zootriage.core.protocol import Protocol
 from zootriage.core.zoo.refs import AnyModelRef, ModelRef
 
@@ -200,8 +200,9 @@ Subject = Annotated[Reference | NamedModel, Field(union_mode="left_to_right")]
 class GateRequest(BaseModel):
     """A candidate against a baseline, each a model (scored now, or found scored) or a stored run.
 
-    Both are compared under this request's dataset, sampling and protocol; a stored run scored under
-    others is refused rather than compared.
+    Both are compared under one dataset sample and protocol: this request's, or, when a side is a
+    stored run, that run's own sampling and protocol as stored (fields the request states must agree
+    with them, else 422 ``incomparable_runs``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -230,7 +231,9 @@ class RuleOut(BaseModel):
     relative_change: float | None = Field(description="change / |baseline|")
     passed: bool
     status: Literal["passed", "failed", "inconclusive"]
-    interval: list[float] | None = Field(None, description="95% interval of the rule's statistic")
+    interval: list[float] | None = Field(
+        None, description="the rule statistic's one-sided 95% bounds (a two-sided 90% interval, as in TOST)"
+    )
     reason: str
     evidence: str | None = Field(None, description="the back-test evidence for this metric, one line")
 
@@ -264,7 +267,7 @@ class GateOut(BaseModel):
         if not isinstance(data, Gate):
             return data
         derived = {
-            "noise_test": TEST,
+            "noise_test": GATE_TEST,
             "rules": [{"status": "passed" if o["passed"] else "failed", **o} for o in data.outcomes],
         }
         return {name: derived[name] if name in derived else getattr(data, name) for name in cls.model_fields}

@@ -1,6 +1,7 @@
 """Runs side by side: each run's markers against the first run's, marker by marker, through
-``MarkerRecord.estimate`` and ``core.noise.compare`` (the Welch test the verdicts and gates use), so a
-comparison calls a difference exactly what a gate would."""
+``MarkerRecord.estimate`` and ``core.noise.compare`` (the Welch test the verdicts use). Every marker
+carries its noise (its std over the repeats' subsets, ``core.markers.compute``); a marker stored
+without one is shown with "no noise estimate" and never highlighted."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """CI gates: a candidate against a baseline by rules. Bad rules are refused before anything is queued;
-a stored run is compared only under the gate's own sampling and protocol; decisions are stored."""
+a stored run lends the gate its own sampling and protocol (the request may restate them, not change
+them); decisions are stored."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from zootriage.app.services.triage import (
     wanted,
 )
 from zootriage.app.settings import Settings
+from zootriage.core.data.refs import Sampling
 from zootriage.core.evidence import rule_key, statement
 from zootriage.core.markers import list_markers
 from zootriage.core.triage import (
@@ -44,14 +46,46 @@ def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
     return run
 
 
+def _plan(body: GateRequest, stored: dict[str, Run]) -> ScoringPlan:
+    """The sampling and protocol the gate compares under. Without a stored run: the request's (a job
+    fills in ``per_class`` for the repeats, ``Sampling.for_repeats``). With one (``run:ID``): that
+    run's sampling and protocol as they are stored (``per_class`` and ``up_to`` as its job filled
+    them in), so that the other side is scored on the very same images. A request may restate any
+    field; one it states otherwise is refused (422 ``incomparable_runs``, naming it) before anything
+    is queued."""
+    if not stored:
+        return ScoringPlan(body.dataset, body.sampling, body.protocol)
+    side, run = (
+        ("baseline", stored["baseline"]) if "baseline" in stored else ("candidate", stored["candidate"])
+    )
+    kept = ScoringPlan(body.dataset, Sampling.model_validate(run.sampling), run.protocol)
+    conflicts = [
+        f"{part}.{name} {getattr(asked, name)!r} (the run has {getattr(has, name)!r})"
+        for part, asked, has in (
+            ("sampling", body.sampling, kept.sampling),
+            ("protocol", body.protocol, kept.protocol),
+        )
+        for name in sorted(asked.model_fields_set)
+        if getattr(asked, name) != getattr(has, name)
+    ]
+    if conflicts:
+        raise ServiceError(
+            422,
+            "incomparable_runs",
+            f"the {side} run {run.id} was scored under another sampling or protocol than this gate asks: "
+            f"{'; '.join(conflicts)}; leave these out to take the run's own",
+        )
+    return kept
+
+
 def _check_scored_alike(run: Run, side: str, scoring: ScoringPlan) -> None:
-    """A stored run is only compared under the gate's own sampling and protocol: checked before
-    anything is queued for the other side, so a mismatch costs no scoring."""
+    """Both sides stored: the other run must have been scored under the first one's sampling and
+    protocol (checked before anything is queued)."""
     if run.sampling != scoring.sampling.model_dump(mode="json") or run.protocol != scoring.protocol:
         raise ServiceError(
             422,
             "incomparable_runs",
-            f"the {side} run {run.id} was scored under another sampling or protocol than this gate's",
+            f"the {side} run {run.id} was scored under another sampling or protocol than the other run",
         )
 
 
@@ -75,15 +109,16 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         raise ServiceError(422, "unknown_metric", str(exc)) from None
     except RuleError as exc:
         raise ServiceError(422, "invalid_rule", str(exc)) from None
-    scoring = ScoringPlan(body.dataset, body.sampling, body.protocol)
     runs: dict[str, Run] = {}
     models: dict[str, Wanted] = {}
     for side, subject in (("candidate", body.candidate), ("baseline", body.baseline)):
         if isinstance(subject, StoredRun):
             runs[side] = _stored_run(session, subject, side)
-            _check_scored_alike(runs[side], side, scoring)
         else:
             models[side] = wanted(subject)
+    scoring = _plan(body, runs)
+    if len(runs) == 2:
+        _check_scored_alike(runs["candidate"], "candidate", scoring)
     gathered = gather(session, settings, models, scoring)
     if (pending := gathered.pending()) is not None:
         return pending

@@ -1,15 +1,32 @@
-"""``compute_markers``: every registered marker on one set of features, labels and logits."""
+"""``compute_markers``: every registered marker on one set of features, labels and logits.
+
+Every marker carries a noise estimate from the same per-class subsets as GLUE's repeats
+(``core.glue_subsets.seeded_subsets``). A GLUE marker's std is the spread of its R repeats. A marker
+outside GLUE keeps its value on the whole sample and gets, as std, the spread s of its values on the
+R subsets (scaled by the subsets' ``inflation``). To first order such a marker is a smooth function
+of point averages, so its value on one subset of m points per class has variance σ²/m, and the
+whole-sample value on M ≥ R·m points per class has variance σ²/M ≤ s²/R when the subsets are
+disjoint: the standard error s/√R that ``core.noise.Estimate.from_repeats`` takes is the GLUE
+markers' and is exact (M = R·m, the default sample) or conservative. Overlapping subsets see only
+the finite-population part (1 − f)σ²/m of that variance while the whole sample has σ²/M = f σ²/m,
+so se² = s² f/(1 − f) = (inflation · s)² / R, the same bound as GLUE's. Subsets that repeat every
+point of a class (draws-only), one repeat, or a marker undefined on a subset give no noise estimate
+(std None): such a marker is shown and never decides.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from zootriage.core.device import resolve_device
 from zootriage.core.errors import CancelCheck, stop_if_cancelled
 from zootriage.core.glue import GlueResult, analyze
+from zootriage.core.glue_subsets import Noise, seeded_subsets
 from zootriage.core.markers.inputs import MarkerInputs, marker_inputs
 from zootriage.core.markers.registry import MarkerSpec, MarkerUndefined, MarkerValue, get_marker, list_markers
 from zootriage.core.protocol import Protocol
@@ -32,6 +49,42 @@ def _arguments(spec: MarkerSpec, inputs: MarkerInputs, device: torch.device) -> 
     if "labels" in spec.needs:
         args["labels"] = inputs.logit_labels if "logits" in spec.needs else inputs.classes
     return args
+
+
+def _subset_inputs(inputs: MarkerInputs, keep: np.ndarray) -> MarkerInputs:
+    return MarkerInputs(
+        features=inputs.features[keep],
+        classes=inputs.classes[keep],
+        logits=None if inputs.logits is None else inputs.logits[keep],
+        logit_labels=None if inputs.logit_labels is None else inputs.logit_labels[keep],
+    )
+
+
+def _subset_value(
+    spec: MarkerSpec,
+    value: float,
+    noise: Noise | None,
+    subsets: list[MarkerInputs],
+    device: torch.device,
+    cancel: CancelCheck | None,
+) -> MarkerValue:
+    """A marker outside GLUE with its std over the repeats' subsets (module docstring), or with the
+    reason it has none."""
+    if noise is None or len(subsets) < 2:
+        return MarkerValue(value)
+    if noise.inflation is None:
+        return MarkerValue(value, reason=f"no noise estimate: {noise.reason}")
+    values = []
+    for part in subsets:
+        stop_if_cancelled(cancel)
+        try:
+            values.append(float(spec.fn(**_arguments(spec, part, device))))
+        except MarkerUndefined as err:
+            return MarkerValue(value, reason=f"no noise estimate: undefined on a repeat's subset: {err}")
+    if not all(math.isfinite(v) for v in values):
+        return MarkerValue(value, reason="no noise estimate: not finite on a repeat's subset")
+    std = float(np.std(values, ddof=1)) * noise.inflation
+    return MarkerValue(value, std=std, reason=noise.reason)
 
 
 def _geometry_value(glue: GlueResult, value: float, std: float | None) -> MarkerValue:
@@ -72,7 +125,8 @@ def compute_markers(
     ``Protocol()``); when GLUE rejects degenerate data (e.g. all-zero features) they are not
     applicable with its message; when the analysis is degenerate (``core.glue_regime``) or its
     repeats shared all their points (draws-only noise, ``core.glue_subsets``) they keep their values
-    but are not decidable, with the reason; overlapping repeats store the inflated std. Bad inputs,
+    but are not decidable, with the reason; overlapping repeats store the inflated std. Every other
+    marker gets its std over the same per-class subsets (module docstring). Bad inputs,
     an unknown marker name or an unavailable device raise ``ValueError``. ``cancel`` is polled
     before each marker and inside GLUE (every repeat and solver batch); when it answers yes the
     computation stops with ``core.errors.Cancelled``.
@@ -103,6 +157,13 @@ def compute_markers(
             )
         except ValueError as err:  # the inputs are valid, so this is degenerate data (all-zero features)
             glue_error = f"GLUE analysis failed: {err}"
+    subsets: list[MarkerInputs] = []
+    noise: Noise | None = None
+    if protocol.repeats > 1 and any(spec.group != "geometry" for spec in specs):
+        picks, noise = seeded_subsets(
+            inputs.classes, protocol.points_per_class, protocol.repeats, protocol.seed
+        )
+        subsets = [_subset_inputs(inputs, keep) for keep in picks]
     results: dict[str, MarkerValue] = {}
     for spec in specs:
         stop_if_cancelled(cancel)
@@ -127,5 +188,5 @@ def compute_markers(
             assert glue is not None
             results[spec.name] = _geometry_value(glue, value, std)
         else:
-            results[spec.name] = MarkerValue(value, std=std)
+            results[spec.name] = _subset_value(spec, value, noise, subsets, dev, cancel)
     return results

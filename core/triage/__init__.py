@@ -12,15 +12,18 @@ A rule names what "better" means (``make_rule``): ``geometry``, the paper's sele
 weights of one architecture prefer higher D_eff, marker ``dimension``, AND higher Ψ_eff, marker
 ``utilization``), or one marker with a preferred direction (``id_accuracy``, ``logme``, ...). One
 candidate is better than another only when every marker of the rule prefers it beyond the noise
-(``core.noise``: a two-sided Welch test on the repeat means at 95%); a GLUE marker without a noise
-estimate (one repeat) or from a degenerate GLUE regime never decides. Where the rule does not decide,
+(``core.noise``: a two-sided Welch test on the repeat means at 95%); a marker without a noise
+estimate or from a degenerate GLUE regime never decides. A CI gate is a non-inferiority test of the
+candidate against the baseline within each rule's margin (``gates``). Where the rule does not decide,
 this module says why rather than guessing.
 """
 
 from __future__ import annotations
 
 from zootriage.core.triage.gates import (
+    ALPHA,
     GATE_KINDS,
+    GATE_TEST,
     GateKind,
     GateResult,
     GateRule,
@@ -59,8 +62,10 @@ from zootriage.core.triage.verdict import (
 )
 
 __all__ = [
+    "ALPHA",
     "DIMENSION",
     "GATE_KINDS",
+    "GATE_TEST",
     "GEOMETRY",
     "GEOMETRY_RULE",
     "ID_ACCURACY",

@@ -1,5 +1,38 @@
-"""CI-gate rules (``metric: kind threshold``), parsed and evaluated on a candidate against a baseline,
-each beyond the noise where the metric has one."""
+"""CI-gate rules (``metric: kind threshold``), parsed and evaluated on a candidate against a baseline.
+
+A gate answers the question CI asks: "is the candidate no worse than the baseline, beyond the
+noise?". Each rule is a one-sided claim S ≤ δ about a statistic S and its threshold δ (for the
+change kinds, δ is the rule's margin):
+
+    min t:              S = −candidate,                     δ = −t
+    max t:              S = candidate,                      δ = t
+    max_drop t:         S = baseline − candidate,           δ = t
+    max_rise t:         S = candidate − baseline,           δ = t
+    max_relative_*  t:  the same change divided by |baseline|, δ = t
+
+Every marker carries its standard error sᵢ/√Rᵢ (std over Rᵢ repeats, ``core.noise``); the estimate
+Ŝ = Σ cᵢ·Xᵢ has se² = Σ cᵢ² sᵢ²/Rᵢ (the delta method's cᵢ for the relative kinds) with
+Welch–Satterthwaite df ν. With α = 1 − CONFIDENCE = 0.05, q = t_{1−α,ν} and the one-sided bounds
+L = Ŝ − q·se, U = Ŝ + q·se (a two-sided 90% interval, as in TOST):
+
+* **passed** when U ≤ δ: the claim is shown by a one-sided t-test at level α (non-inferiority; the
+  two one-sided tests of TOST, of which a ``max_drop`` rule needs only the one toward worse). If in
+  truth S ≥ δ, P(passed) ≤ α.
+* **failed** when L > δ: the claim's negation is shown at level α (if in truth S ≤ δ, P(failed) ≤ α);
+  or, for a change rule with a margin δ > 0, when U > δ although the test resolves the margin,
+  2·q·se ≤ δ: the margin is at least the smallest shift that a level-α test tells from no change
+  with power 1 − α. An unchanged candidate (true S = 0) then passes with probability
+  P(Ŝ + q·se ≤ δ) ≥ P(Ŝ ≤ q·se) = 1 − α, so it fails at most α of the time, and a candidate worse
+  than the margin passes at most α of the time.
+* **inconclusive** otherwise: the noise is larger than the margin (2·q·se > δ) and δ lies inside
+  [L, U]. Standard errors shrink as 1/√R: with R′ repeats on both runs, se′² = V/R′ with
+  V = Σ cᵢ² sᵢ² = Σ Rᵢ·(cᵢ·seᵢ)², so R′ = ⌈V·(2q/δ)²⌉ repeats resolve the margin (q kept at its
+  present, larger value: conservative). An absolute rule (``min``/``max``, no "unchanged" point) or
+  a margin δ ≤ 0 has no such resolution; R′ = ⌈V·(q/|δ − Ŝ|)²⌉ would decide at the present estimate.
+
+A metric without a noise estimate, or from a degenerate GLUE regime, is inconclusive; a candidate
+without a value fails (a gate fails closed).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +42,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from zootriage.core.noise import NO_NOISE_ESTIMATE, TEST, Estimate, combined, interval
+from scipy import stats
+
+from zootriage.core.noise import ALPHA, GATE_TEST, NO_NOISE_ESTIMATE, Estimate, combined
+from zootriage.core.protocol import REPEATS_MAX
 from zootriage.core.triage.records import (
     MarkerRecord,
 )
@@ -109,7 +145,7 @@ class RuleOutcome:
 @dataclass(frozen=True)
 class GateResult:
     outcomes: tuple[RuleOutcome, ...]
-    test: str = TEST
+    test: str = GATE_TEST
 
     @property
     def status(self) -> GateStatus:
@@ -139,47 +175,97 @@ _STATISTIC = {
 }
 
 
-def _statistic(kind: str, cand: Estimate, base: Estimate | None) -> tuple[float, float | None, float]:
-    """The rule's statistic with its standard error and df (``core.noise``; delta method for the
-    relative kinds)."""
+@dataclass(frozen=True)
+class _Measured:
+    """A rule's statistic as shown (``value``, the candidate or its drop/rise) with its standard error,
+    df, and V = Σ Rᵢ·(cᵢ·seᵢ)², the variance of one repeat (module docstring); None without noise."""
+
+    value: float
+    se: float | None
+    df: float
+    per_repeat: float | None
+
+
+def _measured(kind: str, cand: Estimate, base: Estimate | None, repeats: tuple[int, int]) -> _Measured:
+    """The rule's statistic (delta method for the relative kinds) with its noise (``core.noise``)."""
     if kind in ("min", "max"):
-        return cand.value, cand.se, cand.df
-    assert base is not None
-    sign = -1.0 if kind in ("max_drop", "max_relative_drop") else 1.0
-    if kind in ("max_drop", "max_rise"):
-        se, df = combined([(sign, cand), (-sign, base)])
-        return sign * (cand.value - base.value), se, df
-    scale = abs(base.value)
-    se, df = combined([(sign / scale, cand), (-sign * cand.value / (base.value * scale), base)])
-    return sign * (cand.value - base.value) / scale, se, df
+        value, parts = cand.value, [(1.0, cand, repeats[0])]
+    else:
+        assert base is not None
+        sign = -1.0 if kind in ("max_drop", "max_relative_drop") else 1.0
+        value = sign * (cand.value - base.value)
+        if kind in ("max_drop", "max_rise"):
+            coefficients = (sign, -sign)
+        else:  # S = sign·(c − b)/|b|: ∂S/∂c = sign/|b|, ∂S/∂b = −sign·c/(b·|b|)
+            scale = abs(base.value)
+            value /= scale
+            coefficients = (sign / scale, -sign * cand.value / (base.value * scale))
+        parts = [(coefficients[0], cand, repeats[0]), (coefficients[1], base, repeats[1])]
+    se, df = combined([(c, e) for c, e, _ in parts])
+    if se is None:
+        return _Measured(value, None, df, None)
+    return _Measured(value, se, df, sum(r * (c * (e.se or 0.0)) ** 2 for c, e, r in parts))
+
+
+def _repeats_needed(per_repeat: float, q: float, gap: float) -> str:
+    """R′ = ⌈V·(q/gap)²⌉, the repeats on both runs at which q·se′ = gap (module docstring)."""
+    if gap <= 0:
+        return "the estimate sits on the threshold: no number of repeats decides; change the rule"
+    needed = math.ceil(per_repeat * (q / gap) ** 2)
+    if needed > REPEATS_MAX:
+        return f"it would take {needed} repeats on both runs (at most {REPEATS_MAX}): widen the margin"
+    return f"{needed} repeats on both runs (se ∝ 1/√repeats) would decide"
 
 
 def _check(
-    rule: GateRule, cand: Estimate, base: Estimate | None
+    rule: GateRule, cand: Estimate, base: Estimate | None, repeats: tuple[int, int]
 ) -> tuple[GateStatus, str, tuple[float, float] | None]:
-    """Pass when the whole 95% interval of the statistic is on the allowed side of the threshold, fail
-    when it is wholly on the other side, inconclusive when the threshold lies inside it."""
+    """The non-inferiority decision of the module docstring."""
     if rule.kind not in ("min", "max"):
         if base is None:
             return "failed", "the baseline has no value for this metric", None
         if rule.kind.startswith("max_relative") and base.value == 0:
             return "failed", "relative change undefined: the baseline value is 0", None
     what = _STATISTIC[rule.kind]
-    stat, se, df = _statistic(rule.kind, cand, base)
+    m = _measured(rule.kind, cand, base, repeats)
     relative = rule.kind.startswith("max_relative")
     fmt = (lambda v: f"{v:.4%}") if relative else (lambda v: f"{v:.6g}")
-    if se is None:
-        return "inconclusive", f"{what} {fmt(stat)} vs {fmt(rule.threshold)}: {NO_NOISE_ESTIMATE}", None
-    lo, hi = interval(stat, se, df)
-    t = rule.threshold
-    shown = f"{what} {fmt(stat)}" + (f" [95% CI {fmt(lo)}, {fmt(hi)}]" if se > 0 else "")
     at_least = rule.kind == "min"
-    ok, bad = (lo >= t, hi < t) if at_least else (hi <= t, lo > t)
-    if ok:
-        return "passed", f"{shown} {'>=' if at_least else '<='} {fmt(t)}", (lo, hi)
-    if bad:
-        return "failed", f"{shown} {'<' if at_least else '>'} {fmt(t)}", (lo, hi)
-    return "inconclusive", f"{shown} contains the threshold {fmt(t)}: within the noise", (lo, hi)
+    allowed = ">=" if at_least else "<="
+    if m.se is None:
+        return (
+            "inconclusive",
+            f"{what} {fmt(m.value)} vs {fmt(rule.threshold)}: {NO_NOISE_ESTIMATE}; score with --repeats 2 "
+            "or more (and repeats × points_per_class images per class) to measure it",
+            None,
+        )
+    q = float(stats.t.ppf(1.0 - ALPHA, m.df)) if math.isfinite(m.df) else float(stats.norm.ppf(1.0 - ALPHA))
+    lo, hi = m.value - q * m.se, m.value + q * m.se
+    sign = -1.0 if at_least else 1.0  # the claim is sign·value ≤ sign·threshold
+    stat, delta = sign * m.value, sign * rule.threshold
+    upper, lower = stat + q * m.se, stat - q * m.se
+    shown = f"{what} {fmt(m.value)}" + (f" [90% CI {fmt(lo)}, {fmt(hi)}]" if m.se > 0 else "")
+    if upper <= delta:
+        return "passed", f"{shown} {allowed} {fmt(rule.threshold)} beyond the noise", (lo, hi)
+    if lower > delta:
+        return "failed", f"{shown}: worse than {fmt(rule.threshold)} beyond the noise", (lo, hi)
+    resolution = 2.0 * q * m.se
+    margin = rule.kind not in ("min", "max") and delta > 0
+    if margin and resolution <= delta:
+        return (
+            "failed",
+            f"{shown}: not shown {allowed} {fmt(rule.threshold)}, although the test resolves this margin "
+            f"(2·q·se = {fmt(resolution)}): an unchanged model would pass",
+            (lo, hi),
+        )
+    assert m.per_repeat is not None
+    if margin:
+        more = _repeats_needed(m.per_repeat, 2.0 * q, delta)
+        why = f"the noise (2·q·se = {fmt(resolution)}) is larger than the margin {fmt(rule.threshold)}"
+    else:
+        more = _repeats_needed(m.per_repeat, q, abs(delta - stat))
+        why = f"the interval contains the threshold {fmt(rule.threshold)}"
+    return "inconclusive", f"{shown}: {why}; {more}", (lo, hi)
 
 
 def evaluate_gate(candidate: MarkerRecord, baseline: MarkerRecord, rules: Sequence[GateRule]) -> GateResult:
@@ -199,7 +285,7 @@ def evaluate_gate(candidate: MarkerRecord, baseline: MarkerRecord, rules: Sequen
         elif degenerate:
             status, reason = "inconclusive", f"not decidable: {degenerate}"
         else:
-            status, reason, interval_ = _check(rule, cand, base)
+            status, reason, interval_ = _check(rule, cand, base, (candidate.repeats, baseline.repeats))
         outcomes.append(
             RuleOutcome(
                 rule,

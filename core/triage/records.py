@@ -11,7 +11,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from zootriage.core.glue import MARKERS as GLUE_MARKERS
 from zootriage.core.markers import get_marker
 from zootriage.core.noise import TEST, Estimate
 
@@ -29,7 +28,8 @@ class UnknownRule(ValueError):
 @dataclass(frozen=True)
 class MarkerRecord:
     """The markers of one scored model: ``values[name]`` is None when the marker did not apply;
-    ``stds[name]`` the standard deviation over the ``repeats`` GLUE repeats (None with one repeat);
+    ``stds[name]`` the standard deviation over the ``repeats`` repeats (GLUE's, or the marker's
+    spread over the same per-class subsets, ``core.markers.compute``; None: no noise estimate);
     ``undecidable[name]`` the reason a marker may not decide (a degenerate GLUE regime)."""
 
     name: str
@@ -43,14 +43,13 @@ class MarkerRecord:
         return None if value is None or not math.isfinite(value) else float(value)
 
     def estimate(self, marker: str) -> Estimate | None:
-        """The value with its noise: GLUE markers carry their repeats' standard error, every other
-        marker is a deterministic function of the stored sample."""
+        """The value with its standard error std/√repeats. Every marker is a function of the sampled
+        images, so none is exact: a marker stored without a std (one repeat, draws-only subsets, a
+        run stored before every marker carried one) has no noise estimate and never decides."""
         value = self.value(marker)
         if value is None:
             return None
-        if marker in GLUE_MARKERS:
-            return Estimate.from_repeats(value, self.stds.get(marker), self.repeats)
-        return Estimate.exact(value)
+        return Estimate.from_repeats(value, self.stds.get(marker), self.repeats)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -17,7 +18,6 @@ from zootriage.app.services.admission import normalised_request
 from zootriage.core.data.open import open_dataset
 from zootriage.core.data.refs import BuiltinRef, Sampling
 from zootriage.core.data.sampling import sample
-from zootriage.core.glue import MARKERS as GLUE_MARKERS
 from zootriage.core.markers import Protocol
 
 SAMPLING = Sampling(classes=2, per_class=5)
@@ -33,21 +33,22 @@ def digits_fingerprint() -> str:
 def stored_run(
     database_url: str,
     label: str,
-    markers: dict[str, float | None],
+    markers: Mapping[str, float | None],
     *,
     model: dict[str, Any] | None = None,
     protocol: Protocol = PROTOCOL,
     fingerprint: str | None = None,
-    stds: dict[str, float] | None = None,
+    stds: Mapping[str, float | None] | None = None,
     undecidable: dict[str, str] | None = None,
 ) -> uuid.UUID:
     """A run as the worker stores it; one of a real model carries the request key the API finds it by.
-    Its GLUE markers carry a small std over the protocol's repeats unless ``stds`` says otherwise, and
+    Every marker carries a small std over the protocol's repeats unless ``stds`` says otherwise (None:
+    no noise estimate), and
     ``undecidable`` marks markers of a degenerate regime with their reason."""
     request = model and JobRequest.model_validate(
         {"model": model, "dataset": DIGITS, "sampling": SAMPLING.model_dump(), "protocol": protocol.to_dict()}
     )
-    stds = {**{name: 0.001 for name in markers if name in GLUE_MARKERS}, **(stds or {})}
+    stds = {**{name: 0.001 for name in markers}, **(stds or {})}
     undecidable = undecidable or {}
     run = Run(
         run_key=hashlib.sha256(label.encode()).hexdigest(),

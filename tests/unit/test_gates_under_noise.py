@@ -3,9 +3,11 @@
 Each GLUE analysis is one scored run: its seed samples its own MNIST test images (REPEATS × POINTS
 per class, so that the repeats are disjoint, ``core.glue_subsets``) and its own draws; a gate
 compares two runs' markers as the service does (``MarkerRecord`` with the run's repeats and the std
-a decision may use). The same weights gated against themselves must never fail under 20 seeds, each
-pair on different images; the same network with half its penultimate units zeroed must fail under
-every seed.
+a decision may use), by the non-inferiority test of ``core.triage.gates``. The same weights gated
+against themselves, each pair on different images, must pass under at least 95% of 20 seeds and
+never fail (a margin above the noise: the test fails an unchanged model at most 5% of the time, and
+passes it at least 95% of the time once 2·q·se ≤ δ); the same network with half its penultimate
+units zeroed must fail under every seed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ pytestmark = pytest.mark.slow  # scores real models under many seeds
 SEEDS = range(20)
 REPEATS = 3
 POINTS = 12
-RULES = ("dimension: max_relative_drop 0.05", "utilization: max_relative_drop 0.05")
+# 3 repeats of 12 points per class are noisy: 2·q·se of a relative drop is about 15–20% here, so
+# the margin that an unchanged model passes is 20% (docs/ci.md: a margin must exceed the noise).
+RULES = ("dimension: max_relative_drop 0.2", "utilization: max_relative_drop 0.2")
 
 
 @cache
@@ -60,9 +64,12 @@ def test_real_features_are_in_the_valid_regime_with_disjoint_repeats_on_new_imag
     assert not np.array_equal(features("same", 0)[0], features("same", 1)[0])
 
 
-def test_the_same_weights_never_fail_against_themselves() -> None:
+def test_the_same_weights_pass_against_themselves_and_never_fail() -> None:
     statuses = [gate(run("same", seed), run("same", seed + 1)) for seed in SEEDS]
     assert "failed" not in statuses
+    assert statuses.count("passed") >= 0.95 * len(SEEDS)
+    # On the very same run the change is 0: it passes whenever the margin exceeds q·se.
+    assert all(gate(run("same", seed), run("same", seed)) == "passed" for seed in SEEDS)
     verdicts = {
         verdict(record("v1", run("same", s)), record("v2", run("same", s + 1))).decision for s in SEEDS
     }

@@ -10,6 +10,7 @@ import torch
 import zootriage.core.markers.compute as compute_module
 from zootriage.core.glue import GlueResult, analyze
 from zootriage.core.glue_regime import Regime
+from zootriage.core.glue_subsets import seeded_subsets
 from zootriage.core.markers import MarkerValue, Protocol, compute_markers, list_markers
 from zootriage.core.markers.representation import participation_ratio
 
@@ -246,7 +247,8 @@ def test_markers_of_a_degenerate_regime_are_shown_but_not_decidable(fake_analyze
     for name in GEOMETRY_FIELDS:
         assert out[name].applicable and out[name].value is not None and not out[name].decidable
         assert out[name].reason.startswith("not decidable: degenerate GLUE regime: 50% of the drawn")
-    assert out["nc1"].decidable and out["nc1"].reason is None
+    assert out["nc1"].decidable and out["nc1"].std is None
+    assert out["nc1"].reason.startswith("no noise estimate: draws-only noise")  # 20 points ≤ 50 per repeat
     result["glue"] = replace(_glue(), regime=replace(regime, degenerate=False, reason=None))
     assert all(v.decidable for v in compute_markers(*data).values())
 
@@ -264,3 +266,52 @@ def test_a_marker_that_is_not_decidable_needs_a_reason():
     with pytest.raises(ValueError, match="not decidable"):
         MarkerValue(1.0, decidable=False)
     assert MarkerValue(1.0, reason="why", decidable=False).to_dict()["decidable"] is False
+
+
+@pytest.mark.parametrize(("points", "repeats", "kind"), [(5, 4, "disjoint"), (8, 4, "overlapping")])
+def test_markers_outside_glue_carry_their_spread_over_glues_subsets(data, points, repeats, kind):
+    """The std of a marker outside GLUE is its sample std over the very per-class subsets of GLUE's
+    repeats, times their inflation (``core.glue_subsets``), with the value on the whole sample."""
+    features, labels, logits = data
+    protocol = Protocol(points_per_class=points, repeats=repeats, seed=3, n_t=20)
+    names = ["nc1", "id_accuracy", "participation_ratio"]
+    out = compute_markers(features, labels, logits, protocol=protocol, names=names, device="cpu")
+    classes = np.unique(labels, return_inverse=True)[1]
+    subsets, noise = seeded_subsets(classes, points, repeats, 3)
+    assert noise.kind == kind and len(subsets) == repeats
+    direct = compute_markers(
+        features, labels, logits, protocol=Protocol(repeats=1), names=names, device="cpu"
+    )
+    for name in names:
+        per_subset = [
+            compute_markers(
+                features[k], labels[k], logits[k], protocol=Protocol(repeats=1), names=[name], device="cpu"
+            )[name].value
+            for k in subsets
+        ]
+        assert out[name].value == pytest.approx(direct[name].value, rel=1e-12)
+        expected = np.std(per_subset, ddof=1) * noise.inflation
+        assert expected > 0 and out[name].std == pytest.approx(expected, rel=1e-9)
+        assert direct[name].std is None  # one repeat: no noise estimate
+
+
+def test_glue_draws_the_same_subsets_as_the_other_markers(data, monkeypatch):
+    """GLUE's repeats take their points from ``seeded_subsets`` under the protocol's seed: the very
+    subsets the other markers' noise is measured on."""
+    import zootriage.core.glue as glue_module
+
+    drawn = []
+
+    def recording(*args):
+        drawn.append(seeded_subsets(*args))
+        return drawn[-1]
+
+    monkeypatch.setattr(glue_module, "seeded_subsets", recording)
+    features, labels, _ = data
+    analyze(features, labels, n_t=30, seed=7, points_per_class=5, repeats=4, device="cpu")
+    classes = np.unique(labels, return_inverse=True)[1]
+    subsets, noise = seeded_subsets(classes, 5, 4, 7)
+    assert len(drawn) == 1 and noise.kind == "disjoint"
+    assert all(np.array_equal(a, b) for a, b in zip(drawn[0][0], subsets, strict=True))
+    parts = [set(k.tolist()) for k in subsets]
+    assert all(not (a & b) for i, a in enumerate(parts) for b in parts[i + 1 :])
