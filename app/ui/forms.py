@@ -27,18 +27,37 @@ router = APIRouter(prefix="/ui")
 _FIELD_OF = {"model": "model", "dataset": "dataset", "sampling": "per_class", "protocol": "n_t"}
 
 
-def _job_body(form: dict[str, str]) -> dict[str, Any]:
-    """The form's flat fields as the API's nested job request (numbers stay strings for pydantic)."""
+class _FormError(Exception):
+    """A field the form itself refuses before the request is validated, shown beside that field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def _model(form: dict[str, str]) -> dict[str, Any]:
+    """The model fields as ``core.zoo.refs``' reference of the chosen source: a torchvision
+    architecture is ``arch`` with its ``weights`` enum member (empty: ``DEFAULT``), a timm model its
+    ``name`` (a pretrained tag goes in it, ``resnet50.a1_in1k``), an upload its ``path``."""
     source = form.get("model_source", "checkpoint")
-    if source == "checkpoint":
-        model: dict[str, Any] = {"source": "checkpoint", "path": form.get("checkpoint", "")}
-    else:
-        model = {"source": source, "name": form.get("model_name", ""), "weights": form.get("weights") or None}
-        model = {k: v for k, v in model.items() if v is not None}
+    name, weights = form.get("model_name", "").strip(), form.get("weights", "").strip() or None
+    if source == "torchvision":
+        return {"source": source, "arch": name, "weights": weights}
+    if source == "timm":
+        if weights is not None:
+            raise _FormError("model", "invalid_request: weights: a timm model takes its pretrained tag "
+                                      "in its name (name.tag), not in the weights field")
+        return {"source": source, "name": name}
+    return {"source": source, "path": form.get("checkpoint", "").strip()}
+
+
+def _job_body(form: dict[str, str]) -> dict[str, Any]:
+    """The form's flat fields as the API's nested job request (numbers stay strings for pydantic); no
+    split is the dataset's own (``builtin:digits`` has only ``all``)."""
     return {
-        "model": model,
+        "model": _model(form),
         "dataset": {"source": "builtin", "name": form.get("dataset", "")},
-        "sampling": {"per_class": form.get("per_class") or None, "split": form.get("split") or "test"},
+        "sampling": {"per_class": form.get("per_class") or None, "split": form.get("split") or None},
         "protocol": {"n_t": form.get("n_t") or None, "seed": form.get("seed") or 0},
     }
 
@@ -74,6 +93,8 @@ async def submit_form(request: Request, session: SessionDep, settings: SettingsD
             note = f"queued job {submitted.job.id}"
     except ValidationError as exc:
         errors = _field_errors(exc)
+    except _FormError as exc:
+        errors = {exc.field: exc.message}
     except (ServiceError, ZooError) as exc:
         errors = {"form": f"{exc.code}: {exc.message}"}
     # 200 even with errors: HTMX swaps only successful answers, and the form with its errors is the answer.
