@@ -25,9 +25,11 @@ REPRESENTATION = [
     "mean_angle",
     "within_class_distance",
     "within_class_angle",
+    "rankme",
+    "alpha_req",
 ]
-LOGIT = ["id_accuracy", "confidence_auroc", "mean_confidence", "entropy", "logit_margin", "energy"]
-TRANSFERABILITY = ["logme", "h_score"]
+LOGIT = ["id_accuracy", "confidence_auroc", "mean_confidence", "entropy", "logit_margin", "energy", "atc"]
+TRANSFERABILITY = ["logme", "h_score", "ncti"]
 
 
 def test_every_marker_is_registered_grouped_in_order():
@@ -47,6 +49,10 @@ def test_specs_carry_metadata_and_math():
     assert get_marker("utilization").higher_is_better is True
     assert get_marker("radius").higher_is_better is None
     assert get_marker("logme").higher_is_better is True
+    assert get_marker("rankme").higher_is_better is True and get_marker("rankme").needs == {"features"}
+    assert get_marker("alpha_req").higher_is_better is None
+    assert get_marker("ncti").higher_is_better is True and get_marker("ncti").needs == {"features", "labels"}
+    assert get_marker("atc").higher_is_better is True and get_marker("atc").needs == {"logits", "labels"}
 
 
 def test_spec_metadata_serialises():
