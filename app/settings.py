@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     # each start to 80 % of what the host has free (core/memory_limit.py); over it the job fails
     # with resource_limit and the worker carries on.
     child_memory_bytes: int = Field(default=24 << 30, ge=64 << 20)
+    # Extraction children each worker process keeps started ahead of its jobs (torch imported, no
+    # untrusted byte seen; one job each): a job then skips the child's start. 0 turns it off.
+    warm_children: int = Field(default=1, ge=0, le=8)
     # Redis redelivers a task whose worker died once this much time has passed without an ack; it
     # must exceed the longest job, or a slow job runs twice (harmlessly, but wastefully).
     broker_visibility_timeout_s: int = 7200

@@ -1,7 +1,8 @@
 """The first code an isolated child runs (``python -m zootriage.core.confine MODULE``), before
 anything untrusted.
 
-It applies the resource limits the parent chose (read from ``ZOOTRIAGE_CONFINE``: JSON of rlimit name
+Messages from the parent come one JSON object per line on stdin (:func:`receive`). It applies the
+resource limits the parent chose (read from ``ZOOTRIAGE_CONFINE``: JSON of rlimit name
 to value), moves into the throw-away working folder, and splits the output: the real stdout becomes
 the protocol channel (one JSON object per line, see :func:`emit`) while fd 1 is pointed at stderr,
 so nothing a library prints can forge a protocol line. Then it runs ``MODULE`` as ``__main__``.
@@ -28,6 +29,12 @@ def emit(message: dict[str, Any]) -> None:
     assert _channel is not None, "emit() is only for code run under core.confine"
     _channel.write(json.dumps(message) + "\n")
     _channel.flush()
+
+
+def receive() -> dict[str, Any]:
+    """The parent's next message (one JSON object per line on stdin); ``{}`` when it has closed."""
+    line = sys.stdin.readline()
+    return dict(json.loads(line)) if line.strip() else {}
 
 
 def apply_limits(limits: dict[str, int]) -> None:

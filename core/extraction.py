@@ -1,56 +1,86 @@
-"""The parent's side of an isolated extraction: what the child is asked, and reading its answer.
+"""The parent's side of a sandboxed extraction: what the child is asked, and reading its answers.
 
-A checkpoint is staged into the child's folder under its own file name (the upload id for stored
-uploads), so the child sees no server path and its messages name the user's file. The arrays come
-back as a safetensors file and are checked for shape and dtype before use; nothing is unpickled.
+One child serves one job in two steps (:mod:`core.extraction_child`): it samples the dataset and
+says what the feature cache's key needs (:func:`sample_in`); on a cache miss it then loads the model
+and extracts (:func:`extract_in`). A checkpoint is staged into the child's folder under its own file
+name (the upload id for stored uploads), so the child sees no server path and its messages name the
+user's file. The arrays come back as a safetensors file and are checked for shape and dtype before
+use; nothing is unpickled.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
+from zootriage.core.data.archives import ArchiveLimits
+from zootriage.core.data.refs import AnyDatasetRef, Sampling
 from zootriage.core.errors import CancelCheck
 from zootriage.core.extraction_child import OUTPUT
 from zootriage.core.features import Extraction, Progress
-from zootriage.core.isolation import ChildLimits, run_isolated
+from zootriage.core.isolation import Child, ChildLimits
 from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef
 
+MODULE = "zootriage.core.extraction_child"
 
-def extract_isolated(
-    model: AnyModelRef,
-    request: dict[str, Any],
-    device: torch.device,
+
+@dataclass(frozen=True)
+class Sampled:
+    """What the child reports of its sample: enough to key the feature cache and describe the run."""
+
+    fingerprint: str
+    classes: int
+    images: int
+    label_space: str | None
+
+
+def new_child(
+    limits: ChildLimits | None = None, gpu: bool = False, roots: tuple[str, ...] = ()
+) -> Child:
+    """A cold child for one extraction (a worker takes warm ones from :mod:`core.warm_pool`)."""
+    return Child(MODULE, limits=limits, gpu=gpu, readable=roots)
+
+
+def sample_in(
+    child: Child,
+    dataset: AnyDatasetRef,
+    sampling: Sampling,
+    roots: tuple[str, ...],
+    limits: ArchiveLimits | None,
     progress: Progress,
-    limits: ChildLimits | None = None,
+    cancel: CancelCheck | None = None,
+) -> Sampled:
+    """The child opens ``dataset`` under ``roots`` and draws the seeded sample."""
+    child.send({
+        "dataset": dataset.model_dump(mode="json"),
+        "roots": list(roots),
+        "limits": asdict(limits or ArchiveLimits()),
+        "sampling": sampling.model_dump(mode="json"),
+    })
+    return Sampled(**child.receive("sampled", progress, cancel))
+
+
+def extract_in(
+    child: Child,
+    model: AnyModelRef,
+    options: dict[str, Any],
+    expected: int,
+    progress: Progress,
     cancel: CancelCheck | None = None,
 ) -> tuple[Extraction, dict[str, Any]]:
-    """Features, logits and labels of ``request["indices"]``, and the child's description of the model
-    (``info``, ``weights_sha256``, ``preprocess``, ``timings``)."""
-    inputs: dict[str, Path] = {}
+    """Features, logits and labels of the child's sample, and its description of the model
+    (``info``, ``weights_sha256``, ``preprocess``, ``timings``). ``options``: batch size, device,
+    data-loading workers."""
     if isinstance(model, CheckpointRef):
         source = Path(model.path)
-        inputs[source.name] = source
+        child.stage({source.name: source})
         model = model.model_copy(update={"path": source.name})
-    expected = len(request["indices"])
-
-    def collect(result: dict[str, Any], folder: Path) -> tuple[Extraction, dict[str, Any]]:
-        return _read_arrays(folder / OUTPUT, expected), result
-
-    return run_isolated(
-        "zootriage.core.extraction_child",
-        {**request, "model": model.model_dump(mode="json")},
-        collect,
-        limits=limits,
-        gpu=device.type == "cuda",
-        inputs=inputs,
-        readable=request.get("roots", ()),
-        on_progress=progress,
-        cancel=cancel,
-    )
+    child.send({**options, "model": model.model_dump(mode="json")})
+    described = child.receive("result", progress, cancel)
+    return _read_arrays(child.folder / OUTPUT, expected), described
 
 
 def _read_arrays(path: Path, expected: int) -> Extraction:

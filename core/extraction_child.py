@@ -1,54 +1,89 @@
-"""What the confined child does (``core.isolation.run_isolated("zootriage.core.extraction_child", ...)``).
+"""What the sandboxed child does (``core.isolation.Child("zootriage.core.extraction_child")``).
 
-It statically checks an uploaded checkpoint, loads the model and the dataset, runs the one extraction
-pass over the sampled indices the parent chose, and writes features, logits and labels to
-``extraction.safetensors`` in its folder (tensors only, so the parent reads them back without
-unpickling anything). Progress, the model's description and any ``ZooError`` go to the parent as
-protocol lines (:func:`core.confine.emit`).
+Two messages from the parent, two answers, so that nothing is opened twice and the parent never opens
+the (untrusted) dataset itself:
+
+1. started ahead of its job (a warm child), it imports torch and our code, says ``{"ready": ...}``;
+2. ``{dataset, split, roots, limits, sampling}``: it opens the dataset, draws the seeded sample and
+   answers ``{"sampled": {fingerprint, classes, label_space}}``, all the parent needs for the feature
+   cache's key;
+3. ``{model, batch_size, device, num_workers}`` (only when the cache misses; otherwise the parent
+   closes it): it statically checks an uploaded checkpoint, loads the model, runs the one extraction
+   pass over the sample and writes features, logits and labels to ``extraction.safetensors`` in its
+   folder (tensors only, so the parent reads them back without unpickling anything), then answers
+   ``{"result": ...}``.
+
+Progress and any ``ZooError`` go to the parent as protocol lines (:func:`core.confine.emit`).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from zootriage.core.confine import emit
+from zootriage.core.confine import emit, receive
 from zootriage.core.errors import ZooError
 
 OUTPUT = "extraction.safetensors"
-REQUEST = "request.json"
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
+def warm_up() -> None:
+    """What every job would otherwise wait for, done before any untrusted byte is seen: the imports
+    (most of a cold start), the package datasets decoded (MNIST's pickle alone takes a second; the
+    decoded arrays are tens of MB), and one small convolution and product, so the first batch does
+    not pay for the kernels' set-up."""
+    import safetensors.numpy  # noqa: F401
+    import torch
+    import torchvision  # noqa: F401
+
+    import zootriage.core.features
+    import zootriage.core.zoo.loader  # noqa: F401
+    from zootriage.core.data.builtin import BUILTIN, open_builtin
+
+    for name in BUILTIN:
+        try:
+            open_builtin(name, None)
+        except (ZooError, OSError, ImportError):
+            continue  # a package the worker lacks: its jobs will say so
+    with torch.inference_mode():
+        pixels = torch.zeros(2, 3, 16, 16)
+        torch.nn.functional.conv2d(pixels, torch.zeros(4, 3, 3, 3)).flatten(1) @ torch.zeros(784, 2)
+
+
+def sample(request: dict[str, Any]) -> tuple[Any, Any]:
+    """The dataset opened under its roots and the seeded sample drawn (``core.data.sampling``)."""
+    from zootriage.core.data.archives import ArchiveLimits
+    from zootriage.core.data.open import open_dataset
+    from zootriage.core.data.refs import Sampling, validate_dataset_ref
+    from zootriage.core.data.sampling import sample as draw
+
+    sampling = Sampling.model_validate(request["sampling"])
+    images = open_dataset(
+        validate_dataset_ref(request["dataset"]), sampling.split, roots=request["roots"],
+        limits=ArchiveLimits(**request["limits"]),
+    )
+    return images, draw(images, sampling)
+
+
+def extract(images: Any, chosen: Any, request: dict[str, Any]) -> dict[str, Any]:
     """Load, extract, write ``OUTPUT``; the description of the model and its weights for the parent."""
     from safetensors.numpy import save_file
 
-    from zootriage.core.data.archives import ArchiveLimits
     from zootriage.core.data.images import FittedImages
-    from zootriage.core.data.open import open_dataset
-    from zootriage.core.data.refs import validate_dataset_ref
-    from zootriage.core.features import extract
+    from zootriage.core.features import extract as forward
     from zootriage.core.zoo.loader import load_model
     from zootriage.core.zoo.refs import validate_model_ref
 
     model_ref = validate_model_ref(request["model"])
-    images = open_dataset(
-        validate_dataset_ref(request["dataset"]), request["split"], roots=request["roots"],
-        limits=ArchiveLimits(**request["limits"]),
-    )
     start = time.perf_counter()
     emit({"progress": ["load_model", 0, 1]})
     loaded = load_model(model_ref)  # checkpoints pass core.zoo.archive_check first, in the loader
     emit({"progress": ["load_model", 1, 1]})
     loaded_at = time.perf_counter()
-    extraction = extract(
+    extraction = forward(
         loaded.module,
-        FittedImages(images, np.asarray(request["indices"], dtype=np.int64), loaded.preprocess),
+        FittedImages(images, chosen.indices, loaded.preprocess),
         loaded.preprocess,
         batch_size=request["batch_size"],
         device=request["device"],
@@ -69,7 +104,19 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     try:
-        emit({"result": run(json.loads(Path(REQUEST).read_text()))})
+        started = time.perf_counter()
+        warm_up()
+        emit({"ready": {"warm_up_s": time.perf_counter() - started}})
+        images, chosen = sample(receive())
+        emit({"sampled": {
+            "fingerprint": chosen.fingerprint,
+            "classes": len(chosen.classes),
+            "images": len(chosen.indices),
+            "label_space": images.label_space,
+        }})
+        request = receive()
+        if request:
+            emit({"result": extract(images, chosen, request)})
     except ZooError as exc:
         emit({"error": exc.to_dict()})
     except MemoryError:

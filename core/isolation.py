@@ -127,6 +127,126 @@ def _weaker_isolation(why: str) -> Isolation:
     return Isolation((), None, fallback_reason=why)
 
 
+class Child:
+    """One started child: sandboxed, limits in force, waiting for its request on stdin.
+
+    It can be started ahead of its job (a warm child, :mod:`core.warm_pool`: torch imported, nothing
+    untrusted seen yet), then handed files (:meth:`stage`) and messages (:meth:`send`), and read
+    (:meth:`receive`) until its result. It serves one job and is then closed: its processes killed,
+    its memory cgroup and its folder removed."""
+
+    def __init__(
+        self, module: str, *, limits: ChildLimits | None = None, gpu: bool = False,
+        readable: Sequence[str | Path] = (),
+    ) -> None:
+        self.bounds = limits or ChildLimits()
+        self.mode = isolation()
+        self.memory = memory_limit.bound(self.bounds.memory_bytes)
+        self.gpu = gpu
+        self.folder = Path(tempfile.mkdtemp(prefix="zootriage-child-"))
+        self.cgroup = memory_limit.MemoryCgroup.create(self.memory)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._pending = b""
+        try:
+            self._start(module, readable)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, module: str, readable: Sequence[str | Path]) -> None:
+        owner = _owner(self.mode)
+        if owner is not None:
+            os.chown(self.folder, *owner)
+        env = _environment(self.folder, self.bounds, self.gpu, self.memory)
+        prefix: list[str] = list(self.mode.command)
+        fds: list[int] = []
+        if self.mode.sandboxed:
+            user = sandbox.sandbox_user() if self.mode.user else None
+            plan = sandbox.command(
+                self.folder, sandbox.readable_paths(module, readable, env), gpu=self.gpu, user=user
+            )
+            prefix, fds = plan.prefix, list(plan.close)
+        join = self.cgroup.join_fd() if self.cgroup else None
+        if join is not None:
+            fds.append(join)
+        try:
+            with open(self.folder / "stderr.log", "wb") as stderr:
+                self.proc = subprocess.Popen(
+                    [*prefix, sys.executable, "-m", "zootriage.core.confine", module],
+                    cwd=self.folder,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    start_new_session=True,
+                    user=None if self.mode.sandboxed else self.mode.user,
+                    pass_fds=tuple(fds),
+                    preexec_fn=None if join is None else functools.partial(os.write, join, b"0"),
+                )
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def stage(self, inputs: dict[str, Path]) -> None:
+        """Files the child needs, linked or copied into its folder (name → source) so it can read them
+        whatever user it runs as; its folder is bound into its view, so they appear there at once."""
+        owner = _owner(self.mode)
+        for name, source in inputs.items():
+            _stage(source, self.folder / name, owner is not None)
+            if owner is not None:
+                os.chown(self.folder / name, *owner)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def send(self, message: dict[str, Any]) -> None:
+        """One request line on the child's stdin (:func:`core.confine.receive` reads it)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._why_dead(ResourceLimit(_death(self.proc.wait()))) from None
+
+    def receive(
+        self,
+        until: str = "result",
+        on_progress: Callable[[str, int, int], None] | None = None,
+        cancel: CancelCheck | None = None,
+    ) -> dict[str, Any]:
+        """Progress lines forwarded until the child's ``{until: ...}`` line, whose value is returned; its
+        ``{"error": ...}``, its death, a limit or a cancel raise."""
+        assert self.proc is not None
+        polled = self.memory if self.gpu and self.cgroup is None else None
+        try:
+            return _converse(self, until, polled, on_progress or _ignore, cancel)
+        except ResourceLimit as exc:
+            raise self._why_dead(exc) from None
+        except RuntimeError:  # the child's internal_error: its traceback is for the operator
+            _log_tail(self.folder / "stderr.log")
+            raise
+
+    def _why_dead(self, exc: ResourceLimit) -> ResourceLimit:
+        if self.cgroup is not None and self.cgroup.oom_killed():
+            return ResourceLimit(_over_memory(self.memory))
+        _log_tail(self.folder / "stderr.log")
+        return exc
+
+    def close(self) -> None:
+        """Kill the child (and with it its whole sandbox), remove its cgroup and its folder."""
+        if self.proc is not None:
+            _kill_group(self.proc)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> Child:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 def run_isolated(
     module: str,
     request: dict[str, Any],
@@ -139,72 +259,16 @@ def run_isolated(
     on_progress: Callable[[str, int, int], None] | None = None,
     cancel: CancelCheck | None = None,
 ) -> T:
-    """Run ``python -m module`` confined; it reads ``request.json`` from its working folder.
+    """Run ``python -m module`` confined, in a child of its own, with one request and one result.
 
-    ``inputs`` are files the child needs (name in its folder → source), linked or copied in so it can
-    read them whatever user it runs as; ``readable`` are folders it may read (data roots). The child's
-    ``{"result": ...}`` line and its folder go to ``collect``; its ``{"error": {code, message}}`` is
-    raised as the same ``ZooError``.
+    ``inputs`` are files the child needs (name in its folder → source); ``readable`` are folders it
+    may read (data roots). The child's ``{"result": ...}`` and its folder go to ``collect``; its
+    ``{"error": {code, message}}`` is raised as the same ``ZooError``.
     """
-    bounds = limits or ChildLimits()
-    mode = isolation()
-    memory = memory_limit.bound(bounds.memory_bytes)
-    folder = Path(tempfile.mkdtemp(prefix="zootriage-child-"))
-    cgroup = memory_limit.MemoryCgroup.create(memory)
-    fds: list[int] = []
-    try:
-        for name, source in (inputs or {}).items():
-            _stage(source, folder / name)
-        (folder / "request.json").write_text(json.dumps(request))
-        owner = _owner(mode)
-        if owner is not None:
-            for path in [folder, *folder.iterdir()]:
-                os.chown(path, *owner)
-        env = _environment(folder, bounds, gpu, memory)
-        prefix: list[str] = list(mode.command)
-        if mode.sandboxed:
-            user = sandbox.sandbox_user() if mode.user else None
-            plan = sandbox.command(folder, sandbox.readable_paths(module, readable, env), gpu=gpu, user=user)
-            prefix, fds = plan.prefix, list(plan.close)
-        join = cgroup.join_fd() if cgroup else None
-        if join is not None:
-            fds.append(join)
-        with open(folder / "stderr.log", "wb") as stderr:
-            proc = subprocess.Popen(
-                [*prefix, sys.executable, "-m", "zootriage.core.confine", module],
-                cwd=folder,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                start_new_session=True,
-                user=None if mode.sandboxed else mode.user,
-                pass_fds=tuple(fds),
-                preexec_fn=None if join is None else functools.partial(os.write, join, b"0"),
-            )
-            for fd in fds:
-                os.close(fd)
-            fds = []
-            try:
-                result = _converse(proc, bounds, memory if gpu and cgroup is None else None,
-                                   on_progress or _ignore, cancel)
-            except ResourceLimit:
-                if cgroup is not None and cgroup.oom_killed():
-                    raise ResourceLimit(_over_memory(memory)) from None
-                _log_tail(folder / "stderr.log")
-                raise
-            except RuntimeError:  # the child's internal_error: its traceback is for the operator
-                _log_tail(folder / "stderr.log")
-                raise
-            finally:
-                _kill_group(proc)
-        return collect(result, folder)
-    finally:
-        for fd in fds:
-            os.close(fd)
-        if cgroup is not None:
-            cgroup.remove()
-        shutil.rmtree(folder, ignore_errors=True)
+    with Child(module, limits=limits, gpu=gpu, readable=readable) as child:
+        child.stage(inputs or {})
+        child.send(request)
+        return collect(child.receive("result", on_progress, cancel), child.folder)
 
 
 def _log_tail(path: Path, limit: int = 4000) -> None:
@@ -231,10 +295,10 @@ def _over_memory(memory: int) -> str:
             "model, batch or image size, or a machine with more memory")
 
 
-def _stage(source: Path, target: Path) -> None:
+def _stage(source: Path, target: Path, other_user: bool) -> None:
     try:
         os.link(source, target)
-        if _owner(isolation()) is None:
+        if not other_user:
             return
         target.unlink()  # a hard link keeps the source's owner and mode: copy for another user
     except OSError:
@@ -267,22 +331,34 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int) -> d
 
 
 def _converse(
-    proc: subprocess.Popen[bytes],
-    bounds: ChildLimits,
+    child: Child,
+    until: str,
     polled_memory: int | None,
     on_progress: Callable[[str, int, int], None],
     cancel: CancelCheck | None,
 ) -> dict[str, Any]:
-    """Forward progress lines until the child's result, error, exit, a limit, or a cancel (polled
-    at least every half second, also while the child is silent, e.g. loading a large model).
-    ``polled_memory``: the bound on the resident memory of the child's whole tree, checked at each
-    poll (on a GPU without a memory cgroup)."""
-    assert proc.stdout is not None
+    """Forward progress lines until the child's ``until`` line, an error, its exit, a limit, or a
+    cancel (polled at least every half second, also while the child is silent, e.g. loading a large
+    model). ``polled_memory``: the bound on the resident memory of the child's whole tree, checked
+    at each poll (on a GPU without a memory cgroup). Lines of other kinds (``ready``) are skipped."""
+    proc, bounds = child.proc, child.bounds
+    assert proc is not None and proc.stdout is not None
     deadline = time.monotonic() + bounds.wall_s
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)
-    pending = b""
     while True:
+        while b"\n" in child._pending:
+            line, child._pending = child._pending.split(b"\n", 1)
+            message = _parse(line)
+            if "progress" in message:
+                stage, done, total = message["progress"]
+                on_progress(str(stage), int(done), int(total))
+            elif until in message:
+                return dict(message[until])
+            elif "error" in message:
+                raise _error(message["error"])
+        if len(child._pending) > bounds.line_bytes:
+            raise ResourceLimit("the model's process wrote an overlong message")
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeLimit(f"loading the model and extracting features ran past {bounds.wall_s:g} s")
@@ -293,22 +369,8 @@ def _converse(
             continue
         chunk = os.read(proc.stdout.fileno(), 1 << 16)
         if not chunk:
-            break
-        pending += chunk
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            message = _parse(line)
-            if "progress" in message:
-                stage, done, total = message["progress"]
-                on_progress(str(stage), int(done), int(total))
-            elif "result" in message:
-                return dict(message["result"])
-            elif "error" in message:
-                raise _error(message["error"])
-        if len(pending) > bounds.line_bytes:
-            raise ResourceLimit("the model's process wrote an overlong message")
-    code = proc.wait()
-    raise ResourceLimit(_death(code))
+            raise ResourceLimit(_death(proc.wait()))
+        child._pending += chunk
 
 
 def _parse(line: bytes) -> dict[str, Any]:
@@ -378,8 +440,10 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    if proc.stdout is not None:
-        proc.stdout.close()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _ignore(_stage: str, _done: int, _total: int) -> None:

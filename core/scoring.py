@@ -18,21 +18,20 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from zootriage.core.data.archives import ArchiveLimits
-from zootriage.core.data.open import open_dataset
 from zootriage.core.data.refs import AnyDatasetRef, Sampling
-from zootriage.core.data.sampling import sample
 from zootriage.core.device import resolve_device
 from zootriage.core.errors import CancelCheck
-from zootriage.core.extraction import extract_isolated
+from zootriage.core.extraction import extract_in, new_child, sample_in
 from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.features import Extraction, Progress, default_workers
-from zootriage.core.isolation import ChildLimits
+from zootriage.core.isolation import Child, ChildLimits
 from zootriage.core.markers import MarkerValue, Protocol, compute_markers
 from zootriage.core.zoo.loader import ModelInfo
 from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef
@@ -103,6 +102,7 @@ def score(
     num_workers: int | None = None,
     child_limits: ChildLimits | None = None,
     cancel: CancelCheck | None = None,
+    child: Callable[[], Child] | None = None,
 ) -> ScoreResult:
     """Score ``model`` on a ``sampling`` of ``dataset``: :func:`extract_features` then the markers,
     in one process. Bad input raises ``core.errors.ZooError``.
@@ -112,13 +112,14 @@ def score(
     device and cores; none inside a daemonic process such as a Celery prefork child). ``cancel`` is
     polled while the child runs and throughout the marker stage (``core.errors.Cancelled`` stops
     both). ``cache`` keeps extractions (a folder path is a local cache, ``FeatureCache.folder``); a
-    full disk under it raises ``core.errors.InsufficientStorage``.
+    full disk under it raises ``core.errors.InsufficientStorage``. ``child`` gives a started
+    sandboxed child (a warm pool's); by default one is started for the job.
     """
     store = FeatureCache.folder(cache) if isinstance(cache, str | Path) else cache
     extracted, entry = _extract(
         model, dataset, sampling, device=device, progress=progress, store=store, data_roots=data_roots,
         limits=limits, batch_size=batch_size, num_workers=num_workers, child_limits=child_limits,
-        cancel=cancel,
+        cancel=cancel, child=child,
     )
     return _markers(extracted, entry, protocol, extracted.device, progress or _ignore, cancel)
 
@@ -137,14 +138,15 @@ def extract_features(
     num_workers: int | None = None,
     child_limits: ChildLimits | None = None,
     cancel: CancelCheck | None = None,
+    child: Callable[[], Child] | None = None,
 ) -> Extracted:
     """The first stage alone (a GPU worker's part): sample, extract in the isolated child unless the
     cache already holds this extraction, and leave the features in ``cache`` for :func:`score_cached`
-    (on any worker that sees the same store)."""
+    (on any worker that sees the same store). ``child`` gives a started child (a warm pool's)."""
     extracted, _ = _extract(
         model, dataset, sampling, device=device, progress=progress, store=cache, data_roots=data_roots,
         limits=limits, batch_size=batch_size, num_workers=num_workers, child_limits=child_limits,
-        cancel=cancel,
+        cancel=cancel, child=child,
     )
     return extracted
 
@@ -185,46 +187,43 @@ def _extract(
     num_workers: int | None,
     child_limits: ChildLimits | None,
     cancel: CancelCheck | None,
+    child: Callable[[], Child] | None = None,
 ) -> tuple[Extracted, tuple[Extraction, dict[str, Any]]]:
-    """The model is loaded and run only in an isolated child (``core.isolation``), for every kind of
-    reference: one path, whether the weights are a user's upload or a library's download. The feature
-    cache is checked here first, so a cached extraction starts no child."""
+    """The dataset is opened and the model loaded and run only in a sandboxed child
+    (``core.isolation``), for every kind of reference: one path, whether the weights are a user's
+    upload or a library's download. The child samples first and says what the feature cache's key
+    needs; a cached extraction then loads no model. ``child`` gives a started child (a worker's warm
+    pool); by default a cold one is started."""
     dev = resolve_device(device)
     timings: dict[str, float] = {}
     report = progress or _ignore
-    with _timed(timings, "sample", report):  # first: a bad dataset fails before any weights are read
-        images = open_dataset(dataset, sampling.split, roots=data_roots, limits=limits)
-        chosen = sample(images, sampling)
-    key = _cache_key(model, chosen.fingerprint, dev)
+    roots = tuple(str(Path(root).resolve()) for root in data_roots)
     start = time.perf_counter()
-    cached = store.read(key) if store is not None else None
-    if cached is None:
-        workers = default_workers(dev) if num_workers is None else num_workers
-        request = {
-            "dataset": dataset.model_dump(mode="json"),
-            "split": sampling.split,
-            "roots": [str(Path(root).resolve()) for root in data_roots],
-            "limits": asdict(limits or ArchiveLimits()),
-            "indices": chosen.indices.tolist(),
-            "batch_size": batch_size,
-            "device": str(dev),
-            "num_workers": workers,
-        }
-        extraction, described = extract_isolated(model, request, dev, report, child_limits, cancel)
-        timings.update(described["timings"])  # load_model and extract, as the child measured them
-        timings["child"] = time.perf_counter() - start  # those plus its start, imports and dataset
-        if store is not None:
-            store.write(key, extraction, described)
-    else:
-        extraction, described = cached
-        timings["extract"] = time.perf_counter() - start
-        report("extract", len(extraction.labels), len(extraction.labels))
+    with (child or partial(new_child, child_limits, dev.type == "cuda", roots))() as sandboxed:
+        # first: a bad dataset fails before any weights are read
+        with _timed(timings, "sample", report):
+            sampled = sample_in(sandboxed, dataset, sampling, roots, limits, report, cancel)
+        key = _cache_key(model, sampled.fingerprint, dev)
+        extract_start = time.perf_counter()
+        cached = store.read(key) if store is not None else None
+        if cached is None:
+            workers = default_workers(dev) if num_workers is None else num_workers
+            options = {"batch_size": batch_size, "device": str(dev), "num_workers": workers}
+            extraction, described = extract_in(sandboxed, model, options, sampled.images, report, cancel)
+            timings.update(described["timings"])  # load_model and extract, as the child measured them
+            timings["child"] = time.perf_counter() - start  # those, its start, the dataset and sample
+            if store is not None:
+                store.write(key, extraction, described)
+        else:
+            extraction, described = cached
+            timings["extract"] = time.perf_counter() - extract_start
+            report("extract", len(extraction.labels), len(extraction.labels))
     extracted = Extracted(
         cache_key=key,
         weights_sha256=described["weights_sha256"],
-        dataset_fingerprint=chosen.fingerprint,
-        n_classes=len(chosen.classes),
-        dataset_label_space=images.label_space,
+        dataset_fingerprint=sampled.fingerprint,
+        n_classes=sampled.classes,
+        dataset_label_space=sampled.label_space,
         timings=timings,
         device=str(dev),
         features_cached=cached is not None,

@@ -4,7 +4,6 @@ attacker with code execution would try, each reported as what happened (never as
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import resource
 import socket
@@ -14,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zootriage.core.confine import emit
+from zootriage.core.confine import emit, receive
 
 LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")
 CLONE_NEWNET = 0x40000000
@@ -111,7 +110,7 @@ def report(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    request = json.loads(Path("request.json").read_text())
+    request = receive()
     mode = request["mode"]
     if mode == "hang":
         # A survivor would have to outlive its sandbox: a new session of its own, signals ignored.

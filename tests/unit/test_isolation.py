@@ -33,7 +33,7 @@ SECRET = "zootriage-test-secret-" + uuid.uuid4().hex
 
 
 def _keep(result: dict[str, Any], folder: Path) -> dict[str, Any]:
-    assert (folder / "request.json").is_file()
+    assert (folder / "stderr.log").is_file()
     return {**result, "folder": str(folder)}
 
 

@@ -42,7 +42,7 @@ def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -
         cache=tmp_path / "cache",
     )
     assert again.features_cached and again.dataset_fingerprint == result.dataset_fingerprint
-    assert set(again.timings) == {"sample", "extract", "markers"}  # no child started
+    assert set(again.timings) == {"sample", "extract", "markers"}  # the child sampled, loaded no model
     assert again.model == result.model and again.weights_sha256 == result.weights_sha256
     assert again.markers["id_accuracy"].value == result.markers["id_accuracy"].value
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 1
