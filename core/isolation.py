@@ -321,6 +321,11 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int) -> d
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     env.setdefault("TORCH_HOME", str(cache / "torch"))
     env.setdefault("HF_HOME", str(cache / "huggingface"))
+    for name in ("TORCH_HOME", "HF_HOME"):
+        # made now if missing: a sandbox's view is fixed when it starts (a warm child's before its
+        # job), so a cache first created later (a download, weights placed by hand) would be missing
+        with contextlib.suppress(OSError):
+            Path(env[name]).mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(folder), USER="sandbox", LOGNAME="sandbox")
     here = str(Path(__file__).resolve().parent.parent)  # the child imports this very copy of core
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (here, env.get("PYTHONPATH"))))

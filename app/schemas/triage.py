@@ -62,6 +62,45 @@ class RuleUsed(BaseModel):
     default_reason: str | None = Field(description="why the product's default is this rule (null if named)")
 
 
+class RuleAnswerOut(BaseModel):
+    """One candidate rule's answer to the question, beside its own evidence."""
+
+    rule: str
+    evidence_key: str = Field(description="the rule's key in the evidence file, with its GLUE variant")
+    pick: str | None = Field(description="v1/v2 or a candidate; null: no difference beyond the noise")
+    answer: str = Field(
+        description="the pick, 'no difference beyond the noise', or 'cannot decide' (see reason)"
+    )
+    reason: str
+    win_rate: float | None = Field(description="measured win rate on this question; null: no evidence")
+    win_rate_ci: tuple[float, float] | None = Field(description="its 95% Wilson interval")
+    pairs: int | None = Field(description="the number of pairs the win rate counts")
+    evidence: str = Field(description="one line: the win rate with its interval, or 'no evidence'")
+    validated: bool = Field(description="pre-registered, and the whole interval above 1/2")
+    primary: bool = Field(description="the rule the request named, or the product's default")
+    source: str | None = Field(None, description="where a value not measured on the run came from")
+
+
+class AdviceOut(BaseModel):
+    """Never a bare undecided: every candidate rule's answer, the one followed and why, its confidence."""
+
+    question: Literal["v1_v2", "ranking"]
+    evidence_outcome: str = Field(description="the evidence file's outcome that answers this question")
+    study: str
+    pick: str | None = Field(
+        description="the answer; null: no rule separates the candidates beyond the noise"
+    )
+    answer: str = Field(description="the pick, or 'no difference beyond the noise'")
+    followed_rule: str
+    why: str
+    exploratory: bool = Field(description="true unless the followed rule's evidence validates it")
+    confidence: float | None = Field(description="the followed rule's measured win rate; null: no evidence")
+    confidence_ci: tuple[float, float] | None
+    confidence_pairs: int | None
+    summary: str
+    rules: list[RuleAnswerOut]
+
+
 class ScoredModel(BaseModel):
     """One model's stored run and its markers."""
 
@@ -106,6 +145,7 @@ class Recommendation(BaseModel):
         description="what picking the higher ImageNet acc@1 would choose"
     )
     picks_agree: bool | None = Field(description="None when either pick is undecided")
+    advice: AdviceOut = Field(description="every candidate rule's verdict and the answer the product gives")
 
 
 class RecommendationSummary(BaseModel):
@@ -116,6 +156,7 @@ class RecommendationSummary(BaseModel):
     reason: str | None
     id_accuracy_pick: Literal["v1", "v2", "undecided"]
     picks_agree: bool | None
+    advice: AdviceOut | None = Field(None, description="None: not computed yet")
 
 
 class RecommendationPage(BaseModel):
@@ -180,6 +221,7 @@ class RankingOut(BaseModel):
         description="(geometry's better, geometry's worse) pairs that ID accuracy orders the other way"
     )
     logme_discordant: list[tuple[str, str]]
+    advice: AdviceOut = Field(description="every candidate rule's pick and the answer the product gives")
 
 
 # --- gates ---------------------------------------------------------------------------------------------

@@ -2,9 +2,12 @@
 
 The rules: every named run must exist (404 ``run_not_found``), all were scored under one protocol
 (422 ``mixed_protocols``) on one ID dataset (422 ``mixed_datasets``), and the markers asked for are
-carried by some run (422 ``unknown_marker``). Then the same statistics as the ``study`` and ``backtest``
-commands (``core.study.stats.backtest``): Pearson and Spearman with bootstrap 95% intervals, pooled
-and per architecture, and pairwise win rates within an architecture.
+carried by some run (422 ``unknown_marker``). Then, by default, the pre-registered study's method
+(``core.backtest.on_runs``, docs/study/PLAN.md): runs of one architecture sharing the value of the tag
+``recipe_tag`` are the seeds of one recipe; ρ̄ with its recipe-bootstrap interval and permutation p,
+and each rule's pairwise accuracy over noise-eligible recipe pairs with Δ against the ID-accuracy rule.
+``method="first-study"`` keeps the first study's statistics (``core.study.stats.backtest``: Pearson and
+Spearman pooled and per architecture, per-model pairwise win rates), the answer before ``method``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from sqlalchemy.orm import Session
 from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
 from zootriage.app.services.errors import ServiceError
+from zootriage.core.backtest.on_runs import RunOutcome, analyse
 from zootriage.core.evidence import RuleEvidence, evidence_for, load_evidence
 from zootriage.core.study.stats import Record, backtest
 
@@ -78,10 +82,27 @@ def backtest_with_records(session: Session, body: BacktestRequest) -> BacktestAn
         for run_id, outcome in body.outcomes.items()
     ]
     try:
-        result = backtest(records, body.markers, n_boot=body.n_boot, seed=body.seed)
+        if body.method == "first-study":
+            first = backtest(records, body.markers, n_boot=body.n_boot, seed=body.seed).to_dict()
+            return BacktestAnswer(BacktestOut.model_validate({**first, "method": body.method}), records)
+        names = body.markers or sorted({name for r in records for name in r.markers})
+        recipes = {str(run_id): _recipe(item, body.recipe_tag) for run_id, item in found.items()}
+        runs = [RunOutcome(r.model, r.architecture, recipes[r.model], r.outcome, r.markers) for r in records]
+        result = analyse(runs, names, n_boot=body.n_boot, n_perm=body.n_perm, seed=body.seed)
     except ValueError as exc:
         raise ServiceError(422, "invalid_backtest", str(exc)) from None
-    return BacktestAnswer(BacktestOut.model_validate(result.to_dict()), records)
+    architectures: dict[str, int] = {}
+    for r in records:
+        architectures[r.architecture] = architectures.get(r.architecture, 0) + 1
+    out = BacktestOut.model_validate(
+        {**result, "n_models": len(records), "architectures": dict(sorted(architectures.items()))}
+    )
+    return BacktestAnswer(out, records)
+
+
+def _recipe(item: RunWithMarkers, tag: str) -> str | None:
+    """The run's value of the recipe tag; None when it has none."""
+    return next((t.value for t in item.run.tags if t.key == tag), None)
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,14 @@ from zootriage.app.services.triage import (
     Gathered,
     ScoringPlan,
     Wanted,
+    advice_out,
     display_labels,
     gather,
+    published_acc1,
     rule_used,
     triage_rule,
     wanted,
+    with_published_accuracy,
 )
 from zootriage.app.settings import Settings
 from zootriage.core.protocol import Protocol
@@ -32,6 +35,7 @@ from zootriage.core.triage import (
     Rule,
     rank,
 )
+from zootriage.core.triage.advice import ranking_advice
 
 
 def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pending | RankingOut:
@@ -56,13 +60,22 @@ def ranked(
     session: Session, rule: Rule, protocol: Protocol, models: Mapping[str, Wanted], gathered: Gathered
 ) -> RankingOut:
     """The stored runs of ``models`` (every key has one in ``gathered``) ranked by ``rule``
-    (``core.triage.rank``: candidates the noise cannot separate share a rank)."""
+    (``core.triage.rank``: candidates the noise cannot separate share a rank), beside every candidate
+    rule's pick (``core.triage.advice``). Where no candidate's ID accuracy was measured (ImageNet
+    weights on another label space), the weights' published acc@1 stands in for it."""
     labels = display_labels(session, {key: want.name for key, want in models.items()}, gathered.runs)
     keys = {text: key for key, text in labels.items()}
-    result = rank([gathered.record(key, labels[key]) for key in models], rule)
+    records, source = with_published_accuracy(
+        [gathered.record(key, labels[key]) for key in models],
+        {labels[key]: published_acc1(gathered.runs[key]) for key in models},
+    )
+    result = rank(records, rule)
+    advice = ranking_advice(records, rule, (protocol.dichotomy, protocol.centering), source)
     entries = []
     for e in result.entries:
         scored = gathered.scored(keys[e.name], e.name, models[keys[e.name]].model)
         entries.append(RankedOut.model_validate(Attributes(e, **scored), from_attributes=True))
     used = rule_used(rule, protocol)
-    return RankingOut.model_validate(Attributes(result, entries=entries, rule=used), from_attributes=True)
+    return RankingOut.model_validate(
+        Attributes(result, entries=entries, rule=used, advice=advice_out(advice)), from_attributes=True
+    )

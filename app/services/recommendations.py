@@ -25,17 +25,23 @@ from zootriage.app.services.triage import (
     Gathered,
     ScoringPlan,
     Wanted,
+    advice_out,
     gather,
     job_request,
     record_of,
     rule_used,
+    with_published_accuracy,
 )
 from zootriage.app.settings import Settings
+from zootriage.core.protocol import Protocol
 from zootriage.core.triage import (
+    MarkerRecord,
     Rule,
+    Verdict,
     accuracy_pick,
     verdict,
 )
+from zootriage.core.triage.advice import Advice, v1_v2_advice
 from zootriage.core.zoo import WeightsPair, v1_v2_pairs
 from zootriage.core.zoo.refs import TorchvisionRef
 from zootriage.core.zoo.torchvision_zoo import weights_enum
@@ -71,12 +77,24 @@ def _refs(arch: str) -> dict[str, TorchvisionRef]:
     return {V1: TorchvisionRef(arch=arch, weights=V1), V2: TorchvisionRef(arch=arch, weights=V2)}
 
 
+def _judged(
+    pair: WeightsPair, v1: MarkerRecord, v2: MarkerRecord, rule: Rule, protocol: Protocol
+) -> tuple[Verdict, Advice]:
+    """The verdict of ``rule`` and every candidate rule's (``core.triage.advice``). ImageNet weights
+    scored on another label space have no measured ID accuracy: their published acc@1 stands in
+    (``core.triage.published``), so the ID-accuracy rule is never structurally undecided."""
+    records, source = with_published_accuracy([v1, v2], {V1: pair.v1_acc1, V2: pair.v2_acc1})
+    result = verdict(records[0], records[1], rule)
+    advice = v1_v2_advice(records[0], records[1], rule, (protocol.dichotomy, protocol.centering), source)
+    return result, advice
+
+
 def _recommendation(
     pair: WeightsPair, gathered: Gathered, rule: Rule, scoring: ScoringPlan
 ) -> Recommendation:
     """The verdict on both stored runs, beside what ImageNet acc@1 alone would pick."""
     arch, refs = pair.arch, _refs(pair.arch)
-    result = verdict(gathered.record(V1, V1), gathered.record(V2, V2), rule)
+    result, advice = _judged(pair, gathered.record(V1, V1), gathered.record(V2, V2), rule, scoring.protocol)
     by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
 
     def weights_out(weights: str, acc1: float | None) -> WeightsOut:
@@ -93,6 +111,7 @@ def _recommendation(
         v2=weights_out(V2, pair.v2_acc1),
         id_accuracy_pick=by_accuracy,
         picks_agree=_picks_agree(result.decision, by_accuracy),
+        advice=advice_out(advice),
     )
 
 
@@ -161,12 +180,14 @@ def recommendations_so_far(
         pair = pairs[arch]
         by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
         found = [latest.get((arch, weights)) for weights in (V1, V2)]
-        result = None
+        result, advice = None, None
         if found[0] is not None and found[1] is not None:
-            result = verdict(
+            result, advice = _judged(
+                pair,
                 record_of(V1, found[0], markers[found[0].id]),
                 record_of(V2, found[1], markers[found[1].id]),
                 rule,
+                scoring.protocol,
             )
         items.append(
             RecommendationSummary(
@@ -177,6 +198,7 @@ def recommendations_so_far(
                 reason=result.reason if result else None,
                 id_accuracy_pick=by_accuracy,
                 picks_agree=_picks_agree(result.decision, by_accuracy) if result else None,
+                advice=advice_out(advice) if advice else None,
             )
         )
     return items

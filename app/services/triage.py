@@ -24,9 +24,11 @@ from zootriage.app.db.run_queries import markers_of, upload_filenames
 from zootriage.app.labels import run_label, stored_reference, warnings_of
 from zootriage.app.schemas.jobs import JobOut, JobRequest
 from zootriage.app.schemas.triage import (
+    AdviceOut,
     MarkerStat,
     NamedModel,
     Pending,
+    RuleAnswerOut,
     RuleUsed,
 )
 from zootriage.app.services import jobs as job_service
@@ -43,6 +45,8 @@ from zootriage.core.triage import (
     UnknownRule,
     make_rule,
 )
+from zootriage.core.triage.advice import NO_DIFFERENCE, Advice
+from zootriage.core.triage.published import PUBLISHED_SOURCE, with_published
 from zootriage.core.zoo.refs import AnyModelRef
 
 
@@ -125,6 +129,59 @@ def record_of(label: str, run: Run, markers: list[Marker]) -> MarkerRecord:
         {m.name: m.std for m in markers},
         repeats=run.protocol.repeats,
         undecidable={m.name: m.reason or "not decidable" for m in markers if not m.decidable},
+    )
+
+
+def published_acc1(run: Run) -> float | None:
+    """The ImageNet-1k acc@1 (percent) published with the run's weights, as the worker stored it."""
+    meta = run.model_meta or {}
+    value = meta.get("acc1")
+    return (
+        float(value) if isinstance(value, int | float) and meta.get("label_space") == "imagenet-1k" else None
+    )
+
+
+def with_published_accuracy(
+    records: list[MarkerRecord], acc1: Mapping[str, float | None]
+) -> tuple[list[MarkerRecord], str | None]:
+    """``core.triage.published.with_published``: the records, and the source to name when the ID
+    accuracy of some came from the weights' metadata (None when all is measured)."""
+    out, used = with_published(records, acc1)
+    return out, PUBLISHED_SOURCE if used else None
+
+
+def advice_out(advice: Advice) -> AdviceOut:
+    """The API's view of ``core.triage.advice.Advice``."""
+    return AdviceOut(
+        question=advice.question,
+        evidence_outcome=advice.outcome,
+        study=advice.study,
+        pick=advice.pick,
+        answer=advice.pick or NO_DIFFERENCE,
+        followed_rule=advice.followed,
+        why=advice.why,
+        exploratory=advice.exploratory,
+        confidence=advice.confidence,
+        confidence_ci=advice.confidence_ci,
+        confidence_pairs=advice.confidence_pairs,
+        summary=advice.summary(),
+        rules=[
+            RuleAnswerOut(
+                rule=a.rule,
+                evidence_key=a.evidence_key,
+                pick=a.pick,
+                answer=a.answer,
+                reason=a.reason,
+                win_rate=a.evidence.win_rate if a.evidence else None,
+                win_rate_ci=a.evidence.win_rate_ci if a.evidence else None,
+                pairs=a.evidence.pairs if a.evidence else None,
+                evidence=a.evidence_text(),
+                validated=a.validated,
+                primary=a.primary,
+                source=a.source,
+            )
+            for a in advice.answers
+        ],
     )
 
 

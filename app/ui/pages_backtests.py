@@ -3,9 +3,10 @@
 
 The form's CSV (``run_id,outcome`` per line, an optional header) becomes the body of
 ``POST /v1/backtests`` and goes through the same service (``app.services.backtests``), so the page and
-the API give the same numbers and refuse the same inputs with the same ``{code, message}``. The chosen
-marker is drawn against the outcome, one linked point per run, with the pooled Pearson r and its
-bootstrap 95 % interval in the title.
+the API give the same numbers and refuse the same inputs with the same ``{code, message}``: the
+pre-registered study's method (``core.backtest.on_runs``), runs grouped into recipes by the recipe tag.
+The chosen marker is drawn against the outcome, one linked point per run, with ρ̄ and its
+recipe-bootstrap 95 % interval in the title.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ router = APIRouter()
 OUTCOMES_MAX_CHARS = MAX_RUNS * 64
 DEFAULT_MARKER = "dimension"
 DEFAULT_BOOT = "2000"
+DEFAULT_RECIPE_TAG = "recipe"
 
 
 class FieldError(ServiceError):
@@ -82,24 +84,29 @@ def _request(form: dict[str, str]) -> BacktestRequest:
     outcomes = parse_outcomes(form.get("outcomes", ""))
     try:
         return BacktestRequest.model_validate(
-            {"outcomes": outcomes, "n_boot": form.get("n_boot") or DEFAULT_BOOT}
+            {
+                "outcomes": outcomes,
+                "n_boot": form.get("n_boot") or DEFAULT_BOOT,
+                "recipe_tag": form.get("recipe_tag") or DEFAULT_RECIPE_TAG,
+            }
         )
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err.get("loc", ())]
-        field = "n_boot" if loc and loc[0] == "n_boot" else "outcomes"
+        field = loc[0] if loc and loc[0] in ("n_boot", "recipe_tag") else "outcomes"
         message = f"{'.'.join(loc)}: {err.get('msg', 'invalid')}"
         raise FieldError(field, 422, "invalid_request", message) from None
 
 
 def _scatter(answer: backtest_service.BacktestAnswer, marker: str) -> tuple[str, int, str]:
-    """The marker against the outcome, one point per run, and the title naming r with its interval."""
-    pooled = answer.result.markers[marker].pooled
-    if pooled.pearson is not None and pooled.pearson_ci is not None:
-        low, high = pooled.pearson_ci
-        title = f"{marker}: r = {pooled.pearson:.2f} [95% CI {low:.2f}, {high:.2f}], n = {pooled.n}"
+    """The marker against the outcome, one point per run, and the title naming ρ̄ with its interval."""
+    found = (answer.result.rules or {})[marker].correlation
+    assert found is not None  # every one-marker rule has its correlation
+    if found.rho_bar is not None and found.rho_bar_ci is not None:
+        low, high = found.rho_bar_ci
+        title = f"{marker}: ρ̄ = {found.rho_bar:.2f} [95% CI {low:.2f}, {high:.2f}], {found.recipes} recipes"
     else:
-        title = f"{marker}: r undefined (n = {pooled.n})"
+        title = f"{marker}: ρ̄ undefined ({found.recipes} recipes)"
 
     def value(number: float | None) -> Estimate | None:
         return None if number is None else Estimate(number, None, float("inf"))
@@ -125,7 +132,8 @@ def backtest_form(request: Request) -> HTMLResponse:
 def _context(form: dict[str, str], **more: Any) -> dict[str, Any]:
     names = [spec.name for spec in list_markers()]
     return {"form": form, "names": names, "errors": {}, "result": None, "max_runs": MAX_RUNS,
-            "max_chars": OUTCOMES_MAX_CHARS, "default_marker": DEFAULT_MARKER, **more}
+            "max_chars": OUTCOMES_MAX_CHARS, "default_marker": DEFAULT_MARKER,
+            "default_recipe_tag": DEFAULT_RECIPE_TAG, **more}
 
 
 @router.post("/backtests", response_class=HTMLResponse)
@@ -137,8 +145,8 @@ async def backtest_page(request: Request, session: SessionDep) -> HTMLResponse:
         if marker not in {spec.name for spec in list_markers()}:
             raise FieldError("marker", 422, "unknown_marker", f"{marker[:64]!r} is not a marker")
         answer = backtest_service.backtest_with_records(session, _request(form))
-        if marker not in answer.result.markers:
-            carried = sorted(answer.result.markers)
+        if marker not in (answer.result.rules or {}):
+            carried = sorted(name for name in answer.result.rules or {} if name != "geometry")
             message = f"no run carries {marker!r}; they carry {carried}"
             raise FieldError("marker", 422, "unknown_marker", message)
     except FieldError as exc:

@@ -30,22 +30,30 @@ class MarkerRecord:
     """The markers of one scored model: ``values[name]`` is None when the marker did not apply;
     ``stds[name]`` the standard deviation over the ``repeats`` repeats (GLUE's, or the marker's
     spread over the same per-class subsets, ``core.markers.compute``; None: no noise estimate);
-    ``undecidable[name]`` the reason a marker may not decide (a degenerate GLUE regime)."""
+    ``undecidable[name]`` the reason a marker may not decide (a degenerate GLUE regime);
+    ``published[name]`` a value that was not measured on the run's images but taken from the weights'
+    metadata, with its own standard error (``core.triage.published``), which replaces ``values[name]``."""
 
     name: str
     values: Mapping[str, float | None]
     stds: Mapping[str, float | None] = field(default_factory=dict)
     repeats: int = 1
     undecidable: Mapping[str, str] = field(default_factory=dict)
+    published: Mapping[str, Estimate] = field(default_factory=dict)
 
     def value(self, marker: str) -> float | None:
+        if marker in self.published:
+            return self.published[marker].value
         value = self.values.get(marker)
         return None if value is None or not math.isfinite(value) else float(value)
 
     def estimate(self, marker: str) -> Estimate | None:
         """The value with its standard error std/√repeats. Every marker is a function of the sampled
         images, so none is exact: a marker stored without a std (one repeat, draws-only subsets, a
-        run stored before every marker carried one) has no noise estimate and never decides."""
+        run stored before every marker carried one) has no noise estimate and never decides. A
+        published value carries the standard error of its own test set."""
+        if marker in self.published:
+            return self.published[marker]
         value = self.value(marker)
         if value is None:
             return None

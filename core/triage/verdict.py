@@ -96,5 +96,3 @@ def accuracy_pick(v1_acc: float | None, v2_acc: float | None) -> Decision:
     if v1_acc is None or v2_acc is None or v1_acc == v2_acc:
         return "undecided"
     return "v1" if v1_acc > v2_acc else "v2"
-
-

@@ -1,4 +1,5 @@
-"""``POST /v1/backtests`` against stored runs in the real PostgreSQL database."""
+"""``POST /v1/backtests`` against stored runs in the real PostgreSQL database: the pre-registered
+study's method by default (recipes of seeds tagged ``recipe``), the first study's on request."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.integration.seeding import fake_run
+from zootriage.app.db.models import RunTag
 from zootriage.app.db.session import session_scope
+from zootriage.core.backtest.hypotheses import correlation, pairwise
+from zootriage.core.backtest.on_runs import OUTCOME, RunOutcome, recipe_table
 
 
 @pytest.fixture
@@ -33,10 +37,82 @@ def _outcomes(zoo: dict[str, str]) -> dict[str, float]:
     return {run_id: 0.5 + 0.05 * i for i, run_id in enumerate(ordered)}
 
 
-def test_backtest_correlates_markers_with_outcomes(client: TestClient, zoo: dict[str, str]) -> None:
-    response = client.post("/v1/backtests", json={"outcomes": _outcomes(zoo), "n_boot": 200})
+@pytest.fixture
+def seeded(client: TestClient, clean_db: str) -> dict[str, tuple[str, str | None, float, dict[str, float]]]:
+    """Two architectures × 3 recipes × 2 seeds (tag ``recipe``), dimension and outcome rising with the
+    recipe, ID accuracy falling with it; plus one untagged run. Returns id -> (arch, recipe, outcome,
+    markers)."""
+    made = {}
+    runs = []
+    for a, arch in enumerate(("resnet18", "vgg11")):
+        for recipe in range(3):
+            for seed in range(2):
+                i = 100 + 10 * a + 2 * recipe + seed
+                markers = {
+                    "dimension": recipe + 0.01 * seed,
+                    "utilization": 0.1 * recipe + 0.001 * seed,
+                    "id_accuracy": 0.9 - 0.01 * recipe,
+                }
+                run = fake_run(i, architecture=arch, markers=dict(markers))
+                run.tags = [RunTag(key="recipe", value=f"r{recipe}")]
+                runs.append((run, arch, f"r{recipe}", 0.5 + 0.1 * recipe + 0.001 * seed, markers))
+    lone = fake_run(
+        199, architecture="resnet18", markers={"dimension": 5.0, "utilization": 0.5, "id_accuracy": 0.5}
+    )
+    runs.append((lone, "resnet18", None, 0.9, {"dimension": 5.0, "utilization": 0.5, "id_accuracy": 0.5}))
+    with session_scope(clean_db) as session:
+        session.add_all([r[0] for r in runs])
+        session.flush()
+        for run, arch, recipe, outcome, markers in runs:
+            made[str(run.id)] = (arch, recipe, outcome, markers)
+    return made
+
+
+def test_backtest_uses_the_preregistered_studys_method(client: TestClient, seeded: dict) -> None:
+    outcomes = {run_id: v[2] for run_id, v in seeded.items()}
+    response = client.post(
+        "/v1/backtests", json={"outcomes": outcomes, "n_boot": 300, "n_perm": 999, "seed": 4}
+    )
     assert response.status_code == 200, response.text
     body = response.json()
+    assert body["method"] == "preregistered" and body["markers"] is None  # the first study's fields
+    assert body["n_models"] == 13 and body["recipes"] == 6
+    assert body["recipes_by_architecture"] == {"resnet18": 3, "vgg11": 3}
+    assert any("1 run(s) have no recipe label" in note for note in body["notes"])
+    # The study's own functions on the same recipes give the same numbers.
+    runs = [RunOutcome(k, v[0], v[1], v[2], v[3]) for k, v in seeded.items()]
+    names = ["dimension", "id_accuracy", "utilization"]
+    raw, oriented = recipe_table(runs, names, False), recipe_table(runs, names, True)
+    direct = correlation(raw, "dimension", OUTCOME, n_perm=999, n_boot=300, seed=4)
+    got = body["rules"]["dimension"]["correlation"]
+    assert got["rho_bar"] == pytest.approx(direct["rho_bar"]) == pytest.approx(1.0)
+    assert got["p"] == pytest.approx(direct["p"]) and got["p_mc_error"] is not None
+    geometry = pairwise(oriented, ("dimension", "utilization"), OUTCOME, n_boot=300, seed=4)
+    rule = body["rules"]["geometry"]["pairwise"]
+    assert rule["accuracy"] == geometry["accuracy"] == 1.0 and rule["eligible_pairs"] == 6
+    assert rule["id_accuracy_accuracy"] == 0.0 and rule["delta"] == 1.0
+    assert rule["delta_ci"] == pytest.approx(list(geometry["ci"]))
+
+
+def test_the_recipe_tag_is_the_requests_choice(client: TestClient, seeded: dict) -> None:
+    outcomes = {run_id: v[2] for run_id, v in seeded.items()}
+    body = client.post(
+        "/v1/backtests", json={"outcomes": outcomes, "n_boot": 100, "recipe_tag": "arm"}
+    ).json()
+    assert body["recipes"] == 0 and any("13 run(s) have no recipe label" in n for n in body["notes"])
+    assert body["rules"]["dimension"]["correlation"]["rho_bar"] is None
+    bad = client.post("/v1/backtests", json={"outcomes": outcomes, "method": "third"})
+    assert bad.status_code == 422 and bad.json()["code"] == "invalid_request"
+
+
+def test_backtest_correlates_markers_with_outcomes(client: TestClient, zoo: dict[str, str]) -> None:
+    """``method="first-study"``: the first study's statistics, as the answer was before ``method``."""
+    response = client.post(
+        "/v1/backtests", json={"outcomes": _outcomes(zoo), "n_boot": 200, "method": "first-study"}
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["method"] == "first-study" and body["rules"] is None
     assert body["n_models"] == 6 and body["architectures"] == {"resnet18": 5, "vgg11": 1}
     dim = body["markers"]["dimension"]
     assert dim["by_architecture"]["resnet18"]["pearson"] == pytest.approx(1.0)
@@ -49,7 +125,7 @@ def test_backtest_can_restrict_markers(client: TestClient, zoo: dict[str, str]) 
     body = {"outcomes": _outcomes(zoo), "markers": ["utilization"], "n_boot": 100}
     response = client.post("/v1/backtests", json=body)
     assert response.status_code == 200, response.text
-    assert list(response.json()["markers"]) == ["utilization"]
+    assert list(response.json()["rules"]) == ["utilization"]
     body["markers"] = ["no_such_marker"]
     bad = client.post("/v1/backtests", json=body)
     assert bad.status_code == 422 and bad.json()["code"] == "unknown_marker"

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.integration.seeding import fake_run
+from zootriage.app.db.models import RunTag
 from zootriage.app.db.session import session_scope
 from zootriage.core.evidence import load_evidence
 
@@ -38,27 +39,52 @@ def _alert(page: str, field: str) -> str:
     return html.unescape(found.group(1))
 
 
+@pytest.fixture
+def seeded(clean_db: str) -> list[str]:
+    """resnet18: 3 recipes × 2 seeds, vgg11: 2 recipes × 2 seeds (tag ``recipe``); dimension rises
+    with the recipe. Outcomes are given by ``_seeded_outcomes``."""
+    runs = []
+    for a, (arch, recipes) in enumerate((("resnet18", 3), ("vgg11", 2))):
+        for recipe in range(recipes):
+            for seed in range(2):
+                run = fake_run(
+                    50 + 10 * a + 2 * recipe + seed,
+                    architecture=arch,
+                    markers={"dimension": recipe + 0.01 * seed, "utilization": 0.1 * recipe},
+                )
+                run.tags = [RunTag(key="recipe", value=f"r{recipe}")]
+                runs.append(run)
+    with session_scope(clean_db) as session:
+        session.add_all(runs)
+        session.flush()
+        return [str(run.id) for run in runs]
+
+
 def test_pasted_outcomes_give_the_apis_statistics_and_a_linked_scatter(
-    client: TestClient, zoo: list[str]
+    client: TestClient, seeded: list[str]
 ) -> None:
-    lines = ["run_id,outcome", *(f"{run},{0.5 + 0.05 * i}" for i, run in enumerate(zoo)), ""]
+    # Outcomes rise with the recipe (runs come in seed pairs: index // 2 is the recipe within its arch).
+    outcomes = {run: 0.5 + 0.1 * (i % 6 // 2) + 0.001 * (i % 2) for i, run in enumerate(seeded)}
+    lines = ["run_id,outcome", *(f"{run},{value}" for run, value in outcomes.items()), ""]
     page = _post(client, "\n".join(lines), n_boot="200")
     assert page.status_code == 200, page.text[-800:]
-    api = client.post(
-        "/v1/backtests",
-        json={"outcomes": {run: 0.5 + 0.05 * i for i, run in enumerate(zoo)}, "n_boot": 200},
-    ).json()
-    pooled = api["markers"]["dimension"]["pooled"]
-    low, high = pooled["pearson_ci"]
-    title = f"r = {pooled['pearson']:.2f} [95% CI {low:.2f}, {high:.2f}]"
-    assert title in page.text  # the figure's title and its label
-    assert 'data-points="6"' in page.text
+    api = client.post("/v1/backtests", json={"outcomes": outcomes, "n_boot": 200}).json()
+    assert api["method"] == "preregistered" and api["recipes"] == 5
+    found = api["rules"]["dimension"]["correlation"]
+    low, high = found["rho_bar_ci"]
+    title = f"ρ̄ = {found['rho_bar']:.2f} [95% CI {low:.2f}, {high:.2f}], {found['recipes']} recipes"
+    assert title in html.unescape(page.text)  # the figure's title and its label
+    assert 'data-points="10"' in page.text
     links = re.findall(r'<a xlink:href="(/runs/[^"]+)"', page.text)
-    assert sorted(links) == sorted(f"/runs/{run}" for run in zoo)
-    table = page.text.split('id="backtest-table"')[1]
-    assert table.count('<tr class="pooled">') == 2 and table.count('<tr class="arch">') == 4
+    assert sorted(links) == sorted(f"/runs/{run}" for run in seeded)
+    table = page.text.split('id="backtest-table"')[1].split("</table>")[0]
+    assert table.count('<tr class="rule">') == len(api["rules"]) == 3  # dimension, utilization, geometry
+    geometry = api["rules"]["geometry"]["pairwise"]
+    assert geometry["eligible_pairs"] == 4 and f'<td class="num">{geometry["eligible_pairs"]}</td>' in table
     shown = _post(client, "\n".join(lines), n_boot="200", marker="utilization")
-    assert "utilization: r = " in shown.text
+    assert "utilization: ρ̄ = " in html.unescape(shown.text)
+    untagged = _post(client, "\n".join(lines), n_boot="200", recipe_tag="arm")
+    assert "10 run(s) have no recipe label" in html.unescape(untagged.text)
 
 
 def test_bad_forms_show_their_error_beside_the_field(client: TestClient, zoo: list[str]) -> None:
@@ -75,6 +101,7 @@ def test_bad_forms_show_their_error_beside_the_field(client: TestClient, zoo: li
         (good, {"n_boot": "5"}, "n_boot", 422, "n_boot"),
         (good, {"marker": "nothing"}, "marker", 422, "unknown_marker"),
         (good, {"marker": "nc1"}, "marker", 422, "no run carries 'nc1'"),
+        (good, {"recipe_tag": "t" * 65}, "recipe_tag", 422, "recipe_tag"),
     ):
         page = _post(client, outcomes, **fields)
         assert page.status_code == status, (says, page.text[-600:])

@@ -279,8 +279,8 @@ def test_the_backtest_scatter_has_one_point_per_run_and_a_bad_form_its_error(
     assert {points.nth(i).get_attribute("xlink:href") for i in range(points.count())} == {
         f"/runs/{run}" for run in backtest_runs
     }
-    assert "dimension: r = " in (page.locator("#scatter").get_attribute("aria-label") or "")
-    assert page.locator("#backtest-table tr.pooled").count() >= 2
+    assert "dimension: ρ̄" in (page.locator("#scatter").get_attribute("aria-label") or "")
+    assert page.locator("#backtest-table tr.rule").count() >= 2
     page.screenshot(path=shots / "backtests.png", full_page=True)
     page.fill("#outcomes", "nonsense,0.5")
     page.click("#backtest-form button[type=submit]")

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from zootriage.app.schemas.attributes import Attributes
-from zootriage.app.schemas.triage import Comparison, RankingOut, RuleUsed
+from zootriage.app.schemas.triage import AdviceOut, Comparison, RankingOut, RuleUsed
 from zootriage.core.triage.ranking import Ranking
 from zootriage.core.triage.verdict import MarkerComparison
 
@@ -18,12 +18,22 @@ def _used() -> RuleUsed:
     )  # fmt: skip
 
 
+def _advice() -> AdviceOut:
+    return AdviceOut(
+        question="ranking", evidence_outcome="A:probe", study="s", pick="a", answer="a",
+        followed_rule="geometry", why="w", exploratory=True, confidence=None, confidence_ci=None,
+        confidence_pairs=None, summary="a", rules=[],
+    )  # fmt: skip
+
+
 def test_a_ranking_is_read_by_attribute_with_the_fields_given_in_front() -> None:
     result = Ranking(
         entries=(), pick="a", reason="why", id_accuracy_pick="b", logme_pick=None,
         id_accuracy_discordant=(("a", "b"),), logme_discordant=(),
     )  # fmt: skip
-    out = RankingOut.model_validate(Attributes(result, entries=[], rule=_used()), from_attributes=True)
+    out = RankingOut.model_validate(
+        Attributes(result, entries=[], rule=_used(), advice=_advice()), from_attributes=True
+    )
     assert out.pick == "a" and out.reason == "why" and out.rule.name == "geometry"
     assert out.picks_agree is False  # a property of the core result, read like a field
     assert out.id_accuracy_discordant == [("a", "b")] and out.entries == []
