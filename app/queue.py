@@ -12,11 +12,12 @@ imports the worker (and never imports torch's scoring stack). The worker builds 
 the same ``celery_config``, so URLs and routing agree.
 
 Every message carries the job's *publication* number besides its id: whoever publishes a stage
-(the API, a sweep, the reaper, the worker handing over or sending back) first increments
-``jobs.publication`` in the transaction that moves the job, and a worker claims the job only with the
-latest one (``worker.runner.claim``). An earlier message handed out again later (Redis restores an
-unacked message once its visibility timeout passes, even while its task still runs) is then told
-apart from the current one, although both stages share the job id as task id.
+(the API, a sweep, the reaper, the worker handing over or sending back) moves the job through
+``app.db.job_lifecycle``, which increments ``jobs.publication`` in that transaction, and a worker
+claims the job only with the latest one (``job_lifecycle.claim``). An earlier message handed out
+again later (Redis restores an unacked message once its visibility timeout passes, even while its
+task still runs) is then told apart from the current one, although both stages share the job id as
+task id.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ GPU_QUEUE = "gpu"
 CPU_QUEUE = "cpu"
 QUEUES = (GPU_QUEUE, CPU_QUEUE)
 ROUTES = {EXTRACT_TASK: GPU_QUEUE, MARKERS_TASK: CPU_QUEUE}
-# The stage of a job queued between the two tasks: features cached, markers to do.
-EXTRACTED = "extracted"
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

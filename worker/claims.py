@@ -14,8 +14,8 @@ is a duplicate of that claim, and the claim lives while
 A retry (one more ``retries``) is never a duplicate: it follows a failed attempt. Neither is a
 republish by the reaper, which queues the job again (a duplicate needs a running job) and only after
 its claim died. A copy of an *earlier* message (the extraction's, restored after the job was handed
-to its marker stage) carries an old publication number and is dropped before any of this
-(``app.queue``): a task id alone cannot tell it, since both stages use the job id.
+to its marker stage) carries an old publication number and is dropped whatever this says, by the
+fence of ``app.db.job_lifecycle``: a task id alone cannot tell it, since both stages use the job id.
 """
 
 from __future__ import annotations

@@ -24,19 +24,20 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.models import ACTIVE_STATUSES, Checkpoint, Job, JobStatus, Marker, Run, RunTag
+from zootriage.app.db import job_lifecycle
+from zootriage.app.db.job_lifecycle import EXTRACTED
+from zootriage.app.db.models import Checkpoint, Job, JobStatus, Marker, Run, RunTag
 from zootriage.app.db.run_key import reusable_by_request, run_key
 from zootriage.app.db.session import session_scope
-from zootriage.app.queue import EXTRACT_TASK, EXTRACTED, MARKERS_TASK, publish
+from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK, publish
 from zootriage.app.references import local_model, parse_request
 from zootriage.app.settings import Settings
 from zootriage.app.storage import feature_cache, upload_store
 from zootriage.core.device import resolve_device
-from zootriage.core.isolation import ChildLimits
 from zootriage.core.markers import list_markers
 from zootriage.core.scoring import (
     EXTRACTION_VERSION,
@@ -50,6 +51,7 @@ from zootriage.core.zoo.loader import PROGRAM
 from zootriage.worker.claims import ClaimToken, claim_lives
 from zootriage.worker.messages import public_message
 from zootriage.worker.progress import ProgressWriter
+from zootriage.worker.warm import child_limits, children
 
 log = logging.getLogger(__name__)
 CODE_VERSION = f"zootriage {package_version('zootriage')} extraction v{EXTRACTION_VERSION}"
@@ -76,6 +78,7 @@ class Claimed:
     tags: dict[str, str] = field(default_factory=dict)
     stage: str = "extract"
     features: dict[str, Any] | None = None
+    publication: int | None = None  # the job's publication this claim runs under (the fence)
 
 
 def claim(
@@ -87,46 +90,26 @@ def claim(
 ) -> Claimed | None:
     """Move the job to running for ``stage``; ``None`` when there is nothing left to do, when the
     message is stale (``publication``, the number it was published under, is not the job's latest:
-    ``app.queue``), or when ``token`` is a second delivery of the message whose claim still runs
+    ``app.db.job_lifecycle``), or when ``token`` is a second delivery of the message whose claim still runs
     (``worker.claims``). A message from before publication numbers (``None``) is taken as current.
     A markers claim right after the hand-over is the same attempt; any other claim counts one more."""
     with session_scope(settings.effective_database_url) as session:
         job = session.get(Job, job_id, with_for_update=True)
         if job is None:
             raise JobNotVisible(str(job_id))
-        if job.status not in [s.value for s in ACTIVE_STATUSES]:
-            return None
-        if publication is not None and publication != job.publication:
-            log.info(
-                "job %s: a stale %s message (publication %s of %s), dropped",
-                job_id,
-                stage,
-                publication,
-                job.publication,
-            )
-            return None
         now = datetime.now(UTC)
         if token is not None and _duplicate_of_live_claim(settings, job, token, now):
             log.info("job %s: a second delivery of its running task, dropped", job_id)
             return None
+        current = job.publication if publication is None else publication
         existing = None
         if reusable_by_request(job.request):
             existing = session.scalar(select(Run).where(Run.request_key == job.request_key).limit(1))
         if existing is not None:  # computed meanwhile by another job: nothing to recompute
-            job.status, job.run_id, job.finished_at = JobStatus.succeeded.value, existing.id, now
-            job.run_key = existing.run_key
+            _dropped(job_lifecycle.finish(session, job_id, existing.id, existing.run_key, current), stage)
             return None
         handed_over = stage == MARKERS and job.stage == EXTRACTED
-        job.status = JobStatus.running.value
-        job.started_at = job.started_at or now
-        job.heartbeat_at = now
-        job.claimed_by = token.encode() if token is not None else None
-        job.attempts += 0 if handed_over else 1
-        # The progress starts over from what this task reports: the marker task from "markers" (the
-        # features are extracted), the extraction task from nothing (its first report is "sample").
-        job.stage, job.done, job.total = (MARKERS if stage == MARKERS else None), 0, 0
-        job.error_code = job.error_message = None
-        return Claimed(
+        claimed = Claimed(
             job.id,
             job.request_key,
             dict(job.request),
@@ -135,7 +118,22 @@ def claim(
             dict(job.tags or {}),
             stage,
             dict(job.features) if job.features is not None else None,
+            current,
         )
+        # The progress starts over from what this task reports: the marker task from "markers" (the
+        # features are extracted), the extraction task from nothing (its first report is "sample").
+        progress = MARKERS if stage == MARKERS else None
+        holder = token.encode() if token is not None else None
+        moved = job_lifecycle.claim(session, job_id, current, progress, holder, same_attempt=handed_over)
+        if not moved.moved:
+            _dropped(moved, stage)
+            return None
+        return claimed
+
+
+def _dropped(moved: job_lifecycle.Transition, stage: str) -> None:
+    if moved.outcome is job_lifecycle.Outcome.STALE:
+        log.info("a stale %s message (the job is at publication %s), dropped", stage, moved.publication)
 
 
 def _duplicate_of_live_claim(settings: Settings, job: Job, token: ClaimToken, now: datetime) -> bool:
@@ -155,16 +153,7 @@ def fail(settings: Settings, job_id: uuid.UUID, code: str, message: str) -> None
     log.info("job %s failed as %s: %s", job_id, code, message)
     with session_scope(settings.effective_database_url) as session:
         public = _users_file_names(session, job_id, public_message(message))
-        session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status.in_([s.value for s in ACTIVE_STATUSES]))
-            .values(
-                status=JobStatus.failed.value,
-                error_code=code[:64],
-                error_message=public,
-                finished_at=datetime.now(UTC),
-            )
-        )
+        job_lifecycle.fail(session, job_id, code, public)
 
 
 def _users_file_names(session: Session, job_id: uuid.UUID, message: str) -> str:
@@ -196,9 +185,8 @@ def extract(settings: Settings, claimed: Claimed) -> Extracted:
             device=resolve_device(None),
             progress=progress,
             data_roots=settings.effective_data_roots,
-            child_limits=ChildLimits(
-                wall_s=settings.job_time_limit_s, memory_bytes=settings.child_memory_bytes
-            ),
+            child_limits=child_limits(settings),
+            child=children(settings),
             cancel=progress.cancelled,
         )
 
@@ -218,7 +206,7 @@ def markers(settings: Settings, claimed: Claimed) -> ScoreResult:
             cancel=progress.cancelled,
         )
     except FeaturesMissing:
-        send_back(settings, claimed.job_id)
+        send_back(settings, claimed.job_id, claimed.publication)
         raise SentBack(str(claimed.job_id)) from None
 
 
@@ -226,50 +214,28 @@ def hand_over(settings: Settings, claimed: Claimed, extracted: Extracted, worker
     """Queue the job for the marker stage with its extraction record, then publish that stage. A lost
     publish leaves the job queued: the reaper publishes it again (to ``cpu``: the features are cached)."""
     record = {**extracted.to_dict(), "worker": worker}
-    active = [s.value for s in ACTIVE_STATUSES]
     with session_scope(settings.effective_database_url) as session:
-        moved = _requeue(session, claimed.job_id, stage=EXTRACTED, features=record, done=0, total=0)
-        if moved is None:
-            still = session.scalar(select(Job.status).where(Job.id == claimed.job_id, Job.status.in_(active)))
-            log.info("job %s left the running state during extraction (%s)", claimed.job_id, still)
-            return
+        moved = job_lifecycle.hand_over(session, claimed.job_id, claimed.publication, record)
+    if not moved.moved or moved.publication is None:
+        log.info("job %s left the running state during extraction (%s)", claimed.job_id, moved.outcome)
+        return
     try:
-        publish(settings, MARKERS_TASK, str(claimed.job_id), moved)
+        publish(settings, MARKERS_TASK, str(claimed.job_id), moved.publication)
     except Exception as exc:
         log.warning("job %s: marker stage not published (%s); the reaper will", claimed.job_id, exc)
 
 
-def send_back(settings: Settings, job_id: uuid.UUID) -> None:
+def send_back(settings: Settings, job_id: uuid.UUID, publication: int | None = None) -> None:
     """The cache lost the job's features (evicted, another store): extract them again."""
     with session_scope(settings.effective_database_url) as session:
-        moved = _requeue(session, job_id, stage=None, features=None)
-    if moved is None:  # cancelled or failed meanwhile: nothing to extract
+        moved = job_lifecycle.send_back(session, job_id, publication)
+    if not moved.moved or moved.publication is None:  # cancelled, failed or taken over meanwhile
         return
     log.warning("job %s: its features are not in the cache; extracting again", job_id)
     try:
-        publish(settings, EXTRACT_TASK, str(job_id), moved)
+        publish(settings, EXTRACT_TASK, str(job_id), moved.publication)
     except Exception as exc:
         log.warning("job %s: extraction not published (%s); the reaper will", job_id, exc)
-
-
-def _requeue(session: Session, job_id: uuid.UUID, **values: Any) -> int | None:
-    """Queue a running job again with ``values``, under its next publication number (``app.queue``);
-    that number, or None when the job was no longer running (cancelled or failed meanwhile). Read
-    back after the update, in its transaction, rather than by UPDATE … RETURNING, which SQLite
-    before 3.35 lacks."""
-    moved = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status == JobStatus.running.value)
-        .values(
-            status=JobStatus.queued.value,
-            heartbeat_at=datetime.now(UTC),
-            publication=Job.publication + 1,
-            **values,
-        )
-    )
-    if moved.rowcount == 0:  # type: ignore[attr-defined]
-        return None
-    return session.scalar(select(Job.publication).where(Job.id == job_id))
 
 
 def _architecture(session: Session, result: ScoreResult) -> str:
@@ -335,25 +301,15 @@ def _run_row(claimed: Claimed, result: ScoreResult, architecture: str, worker: s
 def store(settings: Settings, claimed: Claimed, result: ScoreResult, worker: str) -> None:
     """The run, its markers and the job's success in one transaction; a duplicate run key links instead."""
     url = settings.effective_database_url
-    finished = {"finished_at": datetime.now(UTC), "duration_s": time.monotonic() - claimed.started}
-    done = {"status": JobStatus.succeeded.value, "stage": "done", **finished}
-    active = [s.value for s in ACTIVE_STATUSES]
+    took = time.monotonic() - claimed.started
     try:
         with session_scope(url) as session:
             run = _run_row(claimed, result, _architecture(session, result), worker)
             session.add(run)
             session.flush()
-            session.execute(
-                update(Job)
-                .where(Job.id == claimed.job_id, Job.status.in_(active))
-                .values(run_id=run.id, run_key=run.run_key, **done)
-            )
+            job_lifecycle.finish(session, claimed.job_id, run.id, run.run_key, duration_s=took)
     except IntegrityError:
         log.info("run %s was stored by another attempt; linking job %s to it", run.run_key, claimed.job_id)
         with session_scope(url) as session:
             existing = session.scalar(select(Run.id).where(Run.run_key == run.run_key))
-            session.execute(
-                update(Job)
-                .where(Job.id == claimed.job_id, Job.status.in_(active))
-                .values(run_id=existing, run_key=run.run_key, **done)
-            )
+            job_lifecycle.finish(session, claimed.job_id, existing, run.run_key, duration_s=took)

@@ -129,7 +129,7 @@ def compute_markers(self: Task, job_id: str, publication: int | None = None) -> 
         sweep_goes_on(settings, job)
         return
     if claimed.features is None:  # a stale message for a job with no extraction record
-        send_back(settings, job)
+        send_back(settings, job, claimed.publication)
         return
     result = guarded(settings, job, lambda: markers(settings, claimed))
     if result is not None:

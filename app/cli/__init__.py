@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from zootriage.app.cli import api_keys, backtest, browse, client, export, score, service, study, study2, sweep
+from zootriage.app.cli.exits import BAD_INPUT
 from zootriage.app.cli.extras import extra_for
 
 app = typer.Typer(
@@ -43,4 +44,4 @@ def main() -> None:
             f"pip install 'zootriage[{extra}]'",
             err=True,
         )
-        raise SystemExit(2) from None
+        raise SystemExit(BAD_INPUT) from None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from zootriage.app.cli.exits import BAD_INPUT
 from zootriage.app.scopes import DEFAULT_SCOPES, Scope
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ LIST_PAGE = 500
 
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
+    return typer.Exit(BAD_INPUT)
 
 
 @contextmanager

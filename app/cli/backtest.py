@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-BAD_INPUT = 2
+from zootriage.app.cli.exits import BAD_INPUT
 
 
 def _rate(rate: dict[str, float]) -> str:

@@ -432,6 +432,28 @@ def recommend(
             f"picks agree: {_fmt(answer['picks_agree'])}"
         )
         _print_rule(answer["rule"])
+        _print_advice(answer.get("advice"))
+
+
+def _print_advice(advice: dict[str, Any] | None) -> None:
+    """Every candidate rule's answer with its evidence, then the answer given and the rule followed
+    (absent from servers older than the advice)."""
+    if not advice:
+        return
+    table = Table("rule", "answer", "win rate", "95% interval", "pairs", "evidence")
+    for a in advice["rules"]:
+        ci = a["win_rate_ci"]
+        table.add_row(
+            escape(a["rule"]) + (" (followed)" if a["rule"] == advice["followed_rule"] else ""),
+            escape(a["answer"]),
+            f"{a['win_rate']:.0%}" if a["win_rate"] is not None else "no evidence",
+            f"{ci[0]:.0%}–{ci[1]:.0%}" if ci else "-",
+            _fmt(a["pairs"]),
+            "validated" if a["validated"] else "exploratory",
+        )
+    out.print(table)
+    out.print(f"answer: [bold]{escape(advice['summary'])}[/bold]")
+    out.print(f"why: {escape(advice['why'])}")
 
 
 def _print_rule(rule: dict[str, Any]) -> None:
@@ -497,6 +519,7 @@ def rank(
             f"{escape(_fmt(answer['id_accuracy_pick']))}; LogME picks {escape(_fmt(answer['logme_pick']))}"
         )
         _print_rule(answer["rule"])
+        _print_advice(answer.get("advice"))
 
 
 # Options a gate sends only when given: the server's defaults are the same, and a stored run's own

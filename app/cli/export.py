@@ -19,9 +19,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from zootriage.app.cli.exits import BAD_INPUT
 from zootriage.app.labels import BadLabel, check_name
 
-BAD_INPUT = 2
 err = Console(stderr=True)
 
 
@@ -82,7 +82,9 @@ def export(
     try:
         chosen = PRESETS[preset] if preset else Preprocess.model_validate_json(preprocess or "")
         metadata = ProgramMetadata(
-            preprocess=chosen, label_space=label_space, architecture=architecture,
+            preprocess=chosen,
+            label_space=label_space,
+            architecture=architecture,
             name=check_name(name) if name is not None else None,
         )
     except KeyError:

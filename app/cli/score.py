@@ -22,11 +22,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from zootriage.app.cli.exits import BAD_INPUT
+
 if TYPE_CHECKING:
     from zootriage.core.protocol import Centering
     from zootriage.core.scoring import ScoreResult
 
-BAD_INPUT = 2
 MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 or a JSON object"
 DATASET_HELP = (
     "builtin:NAME (mnist, animal-mnist, digits, foolbox-imagenet), folder:PATH, torchvision:CLASS:PATH, "

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from zootriage.app.cli.exits import BAD_INPUT
+
 if TYPE_CHECKING:
     from zootriage.app.settings import Settings
 
@@ -38,10 +40,10 @@ def _bound_settings(host: str | None, port: int | None) -> Settings:
         check_bind(settings)
     except UnsafeBind as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(BAD_INPUT) from None
     except SQLAlchemyError as exc:
         typer.echo(f"error: cannot look for API keys in the database: {str(exc).splitlines()[0]}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(BAD_INPUT) from None
     return settings
 
 

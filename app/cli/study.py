@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-BAD_INPUT = 2
+from zootriage.app.cli.exits import BAD_INPUT
 
 
 def study(

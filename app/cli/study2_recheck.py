@@ -19,7 +19,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-BAD_INPUT = 2
+from zootriage.app.cli.exits import BAD_INPUT
+
 PLAN = Path("docs/study/PLAN.md")
 RECORDS = Path("docs/study/preregistered-run/models")
 

@@ -1,16 +1,15 @@
 """The jobs repository: a job by id, by active request key or by idempotency key, the newest run of a
-request key, the cancel transition, and what the home page lists."""
+request key, and what the home page lists. (A job's state changes in ``app.db.job_lifecycle``.)"""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
+from zootriage.app.db.models import ACTIVE_STATUSES, Job, Run
 
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
 
@@ -43,17 +42,6 @@ def newest_run_of_request(session: Session, request_key: str) -> Run | None:
     """The newest run stored under a request key, or None."""
     newest = select(Run).where(Run.request_key == request_key).order_by(Run.created_at.desc())
     return session.scalar(newest.limit(1))
-
-
-def mark_cancelled(session: Session, job_id: uuid.UUID) -> bool:
-    """Cancel the job if it is still queued or running (one conditional UPDATE, so a worker finishing
-    it at the same moment cannot be overwritten); whether it was. The caller commits."""
-    done = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status.in_(_ACTIVE))
-        .values(status=JobStatus.cancelled.value, finished_at=datetime.now(UTC))
-    )
-    return bool(done.rowcount)  # type: ignore[attr-defined]
 
 
 def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Job]]:

@@ -18,22 +18,20 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from zootriage.app.db import job_queries
+from zootriage.app.db import job_lifecycle, job_queries
 from zootriage.app.db.job_queries import (
     active_job,
     extraction_of,
     job_by_id,
     job_by_idempotency_key,
-    mark_cancelled,
     newest_run_of_request,
 )
-from zootriage.app.db.models import Job, JobStatus, Run
+from zootriage.app.db.models import Job, Run
 from zootriage.app.db.run_key import canonical_json, extraction_key
 from zootriage.app.queue import enqueue_score, revoke
 from zootriage.app.schemas.jobs import JobRequest
@@ -114,7 +112,6 @@ def create(
     key = admitted.request_key
     if (run := stored_run(session, admitted)) is not None:
         return Submitted(run=run)
-    now = datetime.now(UTC)
     if (job := active_job(session, key)) is not None:
         if sweep_id is None and job.published_at is None and job.sweep_id is not None:
             _publish_held(session, settings, job)
@@ -125,14 +122,12 @@ def create(
         request=admitted.request,
         request_hash=prepared.request_hash,
         idempotency_key=idempotency_key,
-        status=JobStatus.queued.value,
         name=prepared.name,
         tags=prepared.tags,
         extraction_key=extraction,
         features=_reused_extraction(session, extraction),
         sweep_id=sweep_id,
-        published_at=None if sweep_id is not None else now,
-        publication=0 if sweep_id is not None else 1,
+        **job_lifecycle.new_job_values(),
     )
     session.add(job)
     try:
@@ -142,18 +137,13 @@ def create(
         return _after_race(session, admitted, idempotency_key, prepared.request_hash)
     if sweep_id is None:
         try:
-            publish(settings, job)
+            for job_id, publication, features in mark_published(session, [job.id]):
+                enqueue_score(settings, str(job_id), publication, features)  # a broker away raises
         except Exception:
             session.rollback()
             raise
     session.commit()
     return Submitted(job=job)
-
-
-def publish(settings: Settings, job: Job) -> None:
-    """Publish the job's next stage under its current publication number: markers when its extraction
-    record names cached features."""
-    enqueue_score(settings, str(job.id), job.publication, job.features)
 
 
 def _reused_extraction(session: Session, extraction: str | None) -> dict[str, Any] | None:
@@ -200,7 +190,7 @@ def find_job(session: Session, job_id: uuid.UUID) -> Job:
 
 def cancel(session: Session, settings: Settings, job: Job) -> Job:
     """Mark a queued or running job cancelled; the worker checks the row and stops at its next step."""
-    cancelled = mark_cancelled(session, job.id)
+    cancelled = job_lifecycle.cancel(session, job.id).moved
     session.commit()
     if not cancelled:
         session.refresh(job)

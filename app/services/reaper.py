@@ -49,6 +49,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
+from zootriage.app.db import job_lifecycle
 from zootriage.app.db.models import Job, JobStatus
 from zootriage.app.db.session import session_scope
 from zootriage.app.services.sweep_queue import HELD, publish_stalled, send
@@ -138,20 +139,17 @@ def sweep(settings: Settings, now: datetime | None = None) -> Sweep:
     to_publish: list[tuple[uuid.UUID, int, Any]] = []
     with session_scope(settings.effective_database_url) as session:
         for job in _take(session, or_(_lost(settings, now), _unclaimed(settings, now))):
+            job_id, publication, was_running = job.id, job.publication, job.status == JobStatus.running.value
             verdict = _verdict(settings, job, now)
             if verdict is not None:
-                job.status, job.finished_at = JobStatus.failed.value, now
-                job.error_code, job.error_message = verdict
-                done.failed[job.id] = verdict[0]
+                if job_lifecycle.fail(session, job_id, *verdict, publication=publication, now=now).moved:
+                    done.failed[job_id] = verdict[0]
                 continue
-            if job.status == JobStatus.running.value:
-                done.requeued.append(job.id)
-                job.stage = None  # a lost stage: its next claim counts as another attempt
-            else:
-                done.republished.append(job.id)  # the stage it waits for stays (``extracted``)
-            job.status, job.heartbeat_at = JobStatus.queued.value, now
-            job.publication += 1  # the earlier message, should it come back, is stale
-            to_publish.append((job.id, job.publication, job.features))
+            moved = job_lifecycle.requeue(session, job_id, publication, now)  # the old message is stale
+            if not moved.moved or moved.publication is None:
+                continue
+            (done.requeued if was_running else done.republished).append(job_id)
+            to_publish.append((job_id, moved.publication, moved.features))
     send(settings, to_publish)  # to the marker stage when its features are cached: no second extraction
     done.published = publish_stalled(settings)
     if done.requeued or done.republished or done.failed or done.published:

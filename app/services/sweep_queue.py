@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
+from zootriage.app.db import job_lifecycle
 from zootriage.app.db.models import ACTIVE_STATUSES, Job, JobStatus, Sweep
 from zootriage.app.db.session import session_scope
 from zootriage.app.queue import enqueue_score
@@ -58,21 +58,14 @@ def publish_next(settings: Settings, sweep_id: uuid.UUID) -> list[uuid.UUID]:
 
 
 def mark_published(session: Session, job_ids: list[uuid.UUID]) -> list[tuple[uuid.UUID, int, Any]]:
-    """Mark those of ``job_ids`` still held back as published now, each under its next publication
-    number; ``(id, publication, extraction record)`` of each, to send after the commit. A job that
-    someone else published meanwhile matches no row here, so it goes out once. (Each row is read
-    back after its own update, not by UPDATE … RETURNING, which SQLite before 3.35 lacks.)"""
-    now = datetime.now(UTC)
+    """Publish those of ``job_ids`` still held back (``app.db.job_lifecycle.publish``: each under its
+    next publication number); ``(id, publication, extraction record)`` of each, to send after the
+    commit. A job that someone else published meanwhile is not moved here, so it goes out once."""
     marked = []
     for job_id in job_ids:
-        moved = session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.published_at.is_(None))
-            .values(published_at=now, heartbeat_at=now, publication=Job.publication + 1)
-        )
-        if moved.rowcount:  # type: ignore[attr-defined]
-            row = session.execute(select(Job.publication, Job.features).where(Job.id == job_id)).one()
-            marked.append((job_id, row.publication, row.features))
+        moved = job_lifecycle.publish(session, job_id)
+        if moved.moved and moved.publication is not None:
+            marked.append((job_id, moved.publication, moved.features))
     return marked
 
 

@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.job_queries import mark_cancelled
+from zootriage.app.db import job_lifecycle
+from zootriage.app.db.job_lifecycle import EXTRACTED
 from zootriage.app.db.models import ACTIVE_STATUSES, JobStatus, Sweep, SweepMember
 from zootriage.app.db.paging import PageKey
 from zootriage.app.db.run_queries import markers_of
@@ -38,7 +39,7 @@ from zootriage.app.db.sweep_queries import (
     sweep_by_id,
 )
 from zootriage.app.labels import BadLabel, check_tags, reference_of
-from zootriage.app.queue import EXTRACTED, revoke
+from zootriage.app.queue import revoke
 from zootriage.app.schemas.jobs import JobOut
 from zootriage.app.schemas.sweeps import (
     MAX_SWEEP_MODELS,
@@ -258,7 +259,8 @@ def cancel(session: Session, settings: Settings, sweep_id: uuid.UUID) -> SweepOu
     """Cancel the sweep's own jobs still held, queued or running (jobs of other requests it joined are
     theirs and go on); 409 ``sweep_finished`` when none is left."""
     sweep = _find_row(session, sweep_id)
-    cancelled = [job_id for job_id in own_active_jobs(session, sweep.id) if mark_cancelled(session, job_id)]
+    own = own_active_jobs(session, sweep.id)
+    cancelled = [job_id for job_id in own if job_lifecycle.cancel(session, job_id).moved]
     if not cancelled:
         session.rollback()
         raise ServiceError(409, "sweep_finished", f"sweep {sweep_id} has no job left to cancel")

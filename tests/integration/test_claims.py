@@ -17,9 +17,10 @@ from sqlalchemy import event, update
 import zootriage.worker.runner as runner
 from tests.integration.databases import migrate
 from tests.integration.jobs import queued_job, stored
+from zootriage.app.db.job_lifecycle import EXTRACTED
 from zootriage.app.db.models import Job
 from zootriage.app.db.session import get_engine, session_scope
-from zootriage.app.queue import EXTRACT_TASK, EXTRACTED, MARKERS_TASK
+from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK
 from zootriage.app.services.sweep_queue import mark_published
 from zootriage.app.settings import Settings
 from zootriage.core.scoring import Extracted
@@ -112,7 +113,12 @@ def test_a_stale_copy_of_an_earlier_stage_is_dropped_after_the_hand_over(
     assert (row.status, row.stage, row.attempts, row.publication) == ("queued", EXTRACTED, 1, 2)
 
     markers_delivery = ClaimToken.here(str(job), 0)
-    assert claim(settings, job, MARKERS, markers_delivery, 2) is not None
+    markers_claim = claim(settings, job, MARKERS, markers_delivery, 2)
+    assert markers_claim is not None  # the marker message runs, with the record the hand-over stored
+    assert (markers_claim.stage, markers_claim.publication) == (MARKERS, 2)
+    assert markers_claim.features == {**record.to_dict(), "worker": "gpu-worker"}
+    row = stored(clean_db, job)
+    assert (row.status, row.stage, row.claimed_by) == ("running", MARKERS, markers_delivery.encode())
     assert claim(settings, job, EXTRACT, extract_delivery, 1) is None  # stale while markers run, too
     assert claim(settings, job, MARKERS, markers_delivery, 2) is None  # a live claim's duplicate
     assert stored(clean_db, job).attempts == 1  # the marker stage is the same attempt

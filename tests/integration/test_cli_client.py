@@ -187,3 +187,6 @@ def test_rank_and_recommend_wait_for_their_jobs(
     key = rule_key(chosen.v1_v2_rule, "one_vs_rest", chosen.centering)
     line = f"evidence: study {shipped['study']}, {shipped['primary_outcome']}: rule {key}"
     assert line in recommended.stdout
+    # Every candidate rule with its evidence, then the answer with its confidence (issue 24).
+    assert "answer: " in recommended.stdout and "confidence" in recommended.stdout
+    assert "no evidence" in table.stdout or "exploratory" in table.stdout or "validated" in table.stdout

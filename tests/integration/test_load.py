@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from tests.integration.seeding import seed_runs
 from tests.integration.stack import start_api
@@ -23,8 +24,9 @@ from zootriage.app.settings import Settings
 CLIENTS = 300
 
 
-async def burst(base_url: str, job: dict[str, Any]) -> list[httpx.Response]:
-    """Every client at once: half list the history, half post the same job; each request once."""
+async def burst(base_url: str, job: dict[str, Any], saturated: Callable[[], None]) -> list[httpx.Response]:
+    """Every client at once: half list the history, half post the same job; each request once.
+    ``saturated`` is called when the first 503 arrives (or once every client has its answer)."""
     limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
         ready = asyncio.Event()
@@ -38,7 +40,28 @@ async def burst(base_url: str, job: dict[str, Any]) -> list[httpx.Response]:
         tasks = [asyncio.create_task(one(i)) for i in range(CLIENTS)]
         await asyncio.sleep(0)
         ready.set()
+        pending: set[asyncio.Task[httpx.Response]] = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if any(task.result().status_code == 503 for task in done):
+                break
+        saturated()
         return await asyncio.gather(*tasks)
+
+
+@contextmanager
+def runs_locked(database_url: str) -> Iterator[Callable[[], None]]:
+    """Hold the runs table locked, so that every request that reads it keeps its database slot until
+    the returned ``release`` is called: the service is saturated for certain, however fast it is."""
+    engine = get_engine(database_url)
+    with engine.connect() as blocker:
+        transaction = blocker.begin()
+        blocker.execute(text("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE"))
+        try:
+            yield transaction.rollback
+        finally:
+            if transaction.is_active:
+                transaction.rollback()
 
 
 def test_a_burst_of_clients_gets_2xx_or_503_with_retry_after_and_no_500(
@@ -46,8 +69,9 @@ def test_a_burst_of_clients_gets_2xx_or_503_with_retry_after_and_no_500(
 ) -> None:
     with session_scope(clean_db) as session:
         seed_runs(session, 200)
-    # A short wait for a database slot makes the saturated path (503) likely in this burst; its own
-    # broker database keeps the queued job away from other tests' workers.
+    # A short wait for a database slot, with the slots held (``runs_locked``), makes this burst take
+    # the saturated path (503); its own broker database keeps the queued job away from other tests'
+    # workers.
     api, base_url = start_api(
         settings, tmp_path, ZOOTRIAGE_BROKER_URL=f"{redis_server}/9", ZOOTRIAGE_DB_SLOT_WAIT_S="0.05"
     )
@@ -61,13 +85,15 @@ def test_a_burst_of_clients_gets_2xx_or_503_with_retry_after_and_no_500(
             "dataset": {"source": "builtin", "name": "mnist"},
             "sampling": {"per_class": 5, "split": "test"},
         }
-        responses = asyncio.run(burst(base_url, job))
+        with runs_locked(clean_db) as release:
+            responses = asyncio.run(burst(base_url, job, release))
     finally:
         api.terminate()
         api.wait(timeout=30)
 
     statuses = Counter(r.status_code for r in responses)
     assert set(statuses) <= {200, 202, 503}, (statuses, (tmp_path / "api.log").read_text()[-3000:])
+    assert statuses[503] > 0 and statuses[200] + statuses[202] > 0, statuses  # saturated, still serving
     for response in responses:
         if response.status_code == 503:
             assert response.headers["retry-after"] == "1"

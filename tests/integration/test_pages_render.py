@@ -3,6 +3,9 @@ the history and the home page (runs written straight into the database, no stack
 
 from __future__ import annotations
 
+import re
+import uuid
+
 from fastapi.testclient import TestClient
 
 from tests.integration.seeding import seed_runs
@@ -16,14 +19,24 @@ def test_stored_runs_render_on_every_page_that_shows_them(client: TestClient, cl
         runs[1].protocol = Protocol(n_t=321, centering="global")
         session.flush()
         first, second = (str(run.id) for run in runs)
+    # The stored values in their places: a number or an id anywhere on the page (the run's own id is
+    # in its URL; the compare form echoes the ids asked for) would prove nothing.
     page = client.get(f"/runs/{second}")
     assert page.status_code == 200, page.text[-400:]
-    assert "321" in page.text and "global" in page.text  # the protocol, field by field
-    assert "dimension" in page.text
+    assert "<dt>n_t</dt><dd>321</dd>" in page.text  # the protocol, field by field
+    assert "<dt>centering</dt><dd>global</dd>" in page.text
+    assert re.search(r'<th scope="row">dimension</th>\s*<td class="num">0\.1</td>', page.text)
     compared = client.get(f"/compare?runs={first},{second}")
     assert compared.status_code == 200, compared.text[-400:]
-    assert first in compared.text and second in compared.text
+    for run_id, architecture in ((first, "vgg11"), (second, "resnet18")):  # a column per run, in order
+        assert f'<a href="/runs/{run_id}">{architecture} {run_id[:8]}</a>' in compared.text
+    cells = r'<th scope="row">dimension</th>\s*<td[^>]*>\s*0</td>\s*<td[^>]*>\s*0\.1</td>'
+    assert re.search(cells, compared.text)  # each run's stored marker value in its column
     for path in ("/runs", "/", "/gates", "/ui/jobs"):
         answer = client.get(path)
         assert answer.status_code == 200, (path, answer.text[-400:])
-    assert second in client.get("/runs").text
+    history = client.get("/runs").text
+    assert f'<a href="/runs/{first}">' in history and f'<a href="/runs/{second}">' in history
+    unknown = uuid.uuid4()  # and a run that is not stored is not shown as one
+    assert client.get(f"/runs/{unknown}").status_code == 404
+    assert client.get(f"/compare?runs={first},{unknown}").status_code == 404
