@@ -23,10 +23,11 @@ scale), on whatever device the inputs live.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
+
+from zootriage.core.threads import run_all
 
 # Relative cut-off of the pseudo-inverses and of "active" (w_μ against the largest w over all draws).
 PINV_RTOL = 1e-10
@@ -208,11 +209,7 @@ def effective_geometry(
         )
 
     starts = range(0, n_t, step)
-    if workers > 1 and len(starts) > 1 and dev.type == "cpu":
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(chunk, starts))
-    else:
-        parts = [chunk(start) for start in starts]
+    parts = run_all(chunk, starts, workers if dev.type == "cpu" else 1)
     # Added in chunk order whatever the threads: the same sums as one thread, to the last bit.
     total = torch.stack(parts).sum(dim=0).tolist() if parts else [0.0] * 6
     sums = dict(zip(("a", "b", "axis", "axis_n", "ca", "ca_n"), total, strict=True))

@@ -32,7 +32,6 @@ Two solvers:
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import numpy as np
@@ -40,7 +39,7 @@ import scipy.optimize
 import torch
 
 from zootriage.core.errors import CancelCheck, stop_if_cancelled
-from zootriage.core.threads import single_threaded
+from zootriage.core.threads import run_all, single_threaded
 
 # Entering threshold and KKT check, relative to the scale ‖t_k‖ · max_i ‖x_i‖ of the gradient entries.
 _ENTER_RTOL = 1e-10
@@ -106,18 +105,7 @@ def solve_batched(
         def run(sl: slice) -> None:
             lam[sl], ok[sl] = _solve_block(cloud, signs[sl], t[sl], cancel)
 
-        if threads == 1 or len(blocks) == 1:
-            for sl in blocks:
-                run(sl)
-        else:
-            with ThreadPoolExecutor(max_workers=min(threads, len(blocks))) as pool:
-                futures = [pool.submit(run, sl) for sl in blocks]
-                try:
-                    for done in futures:
-                        done.result()
-                finally:  # a cancelled or failed block: the queued ones never start
-                    for waiting in futures:
-                        waiting.cancel()
+        run_all(run, blocks, threads)  # a cancelled or failed block: the queued ones never start
     return lam, ok
 
 
@@ -309,16 +297,24 @@ class _Active:
         g_jj = prob.cloud.sq_norms[enter]
         d2 = g_jj - l_row.square().sum(dim=1)
         ok = d2 > 1e-12 * g_jj
-        here = ok.nonzero(as_tuple=True)[0]
-        pos = self.count[here]
-        self.chol[here, pos, :] = l_row[here]
-        d = d2[here].sqrt()
-        self.chol[here, pos, pos] = d
         b_j = prob.b.gather(1, enter[:, None]).squeeze(1)
-        self.z[here, pos] = (b_j - (l_row * self.z).sum(dim=1))[here] / d
-        self.idx[here, pos] = enter[here]
+        z_j = b_j - (l_row * self.z).sum(dim=1)
+        if bool(ok.all()):  # the usual step: every draw takes its index, no row selections
+            here, pos, d = self.rows_here(), self.count, d2.sqrt()
+        else:
+            here = ok.nonzero(as_tuple=True)[0]
+            pos, d = self.count[here], d2[here].sqrt()
+            l_row, z_j, enter = l_row[here], z_j[here], enter[here]
+        self.chol[here, pos, :] = l_row
+        self.chol[here, pos, pos] = d
+        self.z[here, pos] = z_j / d
+        self.idx[here, pos] = enter
         self.count[here] += 1
         return ok
+
+    def rows_here(self) -> torch.Tensor:
+        """0..B−1 for the draws now in the block."""
+        return torch.arange(self.rows.shape[0], device=self.rows.device)
 
 
 def _widen(chol: torch.Tensor, width: int) -> torch.Tensor:
@@ -397,9 +393,10 @@ def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
     ``act`` in place; returns the final s and a mask of draws whose passive systems stayed solvable.
     """
     prob, n = act.prob, act.prob.n
-    s = _back(act.chol, act.z, act.used())
+    used = act.used()
+    s = _back(act.chol, act.z, used)
     alive = torch.ones(s.shape[0], dtype=torch.bool, device=s.device)
-    todo = ((s <= 0) & act.used()).any(dim=1).nonzero(as_tuple=True)[0]
+    todo = ((s <= 0) & used).any(dim=1).nonzero(as_tuple=True)[0]
     while todo.numel():
         x, sub_s, used = act.x[todo], s[todo], act.used()[todo]
         neg = used & (sub_s <= 0)

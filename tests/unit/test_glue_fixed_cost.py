@@ -1,0 +1,95 @@
+"""The fixed-cost work on GLUE (issue 26: shared thread pool, fewer small steps per solver step) must
+not move any marker: the values below were computed by the code before that change, on fixed seeds
+in float64, and every marker must agree to 1e-12 (relative)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zootriage.core.examples import relu_like
+from zootriage.core.glue import MARKERS, analyze
+
+# (data, options, expected markers + regime fractions), from the previous implementation.
+_CASES = [
+    (
+        (0, 10, 50, 512),
+        {"n_t": 400},
+        {
+            "capacity": 0.3037755181067188,
+            "n_crit": 32.9190451631027,
+            "dimension": 8.58247860604195,
+            "radius": 0.6425961411515452,
+            "utilization": 0.7619406449078509,
+            "center_alignment": 0.688644011004292,
+            "axis_alignment": 0.035516701046499816,
+            "center_axis_alignment": 0.035345292748343714,
+            "center_norm": 17.023775626018566,
+            "sep": 1.0,
+            "sat": 0.0,
+        },
+    ),
+    (
+        (0, 10, 50, 512),
+        {"n_t": 120, "centering": "global", "dichotomy": "random", "seed": 3},
+        {
+            "capacity": 0.12211832581203433,
+            "n_crit": 81.88779148014274,
+            "dimension": 14.304483022073052,
+            "radius": 0.8816118525915997,
+            "utilization": 0.763944664234623,
+            "center_alignment": 0.11009002306460343,
+            "axis_alignment": 0.034448049483624774,
+            "center_axis_alignment": 0.037572111019952774,
+            "center_norm": 8.99963669282098,
+            "sep": 1.0,
+            "sat": 0.0,
+        },
+    ),
+    (
+        (0, 10, 50, 512),
+        {"n_t": 60, "points_per_class": 20, "repeats": 2, "seed": 5},
+        {
+            "capacity": 0.43424760713269867,
+            "n_crit": 23.028336450784796,
+            "dimension": 5.217083883366789,
+            "radius": 0.669154308723221,
+            "utilization": 0.7006788221740399,
+            "center_alignment": 0.6653250380758732,
+            "axis_alignment": 0.03545122054077034,
+            "center_axis_alignment": 0.03603826739316502,
+            "center_norm": 17.34278658613107,
+            "sep": 1.0,
+            "sat": 0.0,
+        },
+    ),
+    (
+        # More points than dimensions, centred: every cone collapses (the non-separability certificate).
+        (1, 6, 30, 48),
+        {"n_t": 80, "centering": "global"},
+        {
+            "capacity": 0.12104430637188163,
+            "n_crit": 49.56862639673723,
+            "dimension": 2.4207970558679346,
+            "radius": 1.1166255232460054,
+            "utilization": 0.16260851179012226,
+            "center_alignment": 0.20930236186894013,
+            "axis_alignment": 0.12018171319000578,
+            "center_axis_alignment": 0.14783904818674956,
+            "center_norm": 2.652109068171723,
+            "sep": 0.0,
+            "sat": 1.0,
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "options", "expected"), _CASES)
+def test_markers_unchanged_to_1e_12(data, options, expected):
+    seed, n_classes, per_class, dim = data
+    x, y = relu_like(seed=seed, n_classes=n_classes, per_class=per_class, dim=dim)
+    result = analyze(x, y, device="cpu", **options)
+    for m in MARKERS:
+        assert getattr(result, m) == pytest.approx(expected[m], rel=1e-12, abs=1e-15), m
+    assert result.regime is not None
+    assert result.regime.separable_fraction == expected["sep"]
+    assert result.regime.saturated_fraction == expected["sat"]
