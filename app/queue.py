@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from celery import Celery
-from kombu import Connection, Queue
+from kombu import Connection, Exchange, Queue
 
 from zootriage.app.settings import Settings
 from zootriage.app.storage import features_stored
@@ -67,7 +67,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_transport_options": transport_options,
         "broker_connection_timeout": settings.broker_timeout_s,
         "broker_connection_retry_on_startup": True,
-        "task_queues": [Queue(name) for name in QUEUES],
+        # Each queue on its own direct exchange and routing key: a bare Queue(name) takes the default
+        # exchange and key (those of task_default_queue, gpu), so the cpu queue was declared on gpu/gpu.
+        "task_queues": [Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES],
         "task_routes": {task: {"queue": queue} for task, queue in ROUTES.items()},
         "task_default_queue": GPU_QUEUE,
         "task_ignore_result": True,
