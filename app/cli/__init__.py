@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from zootriage.app.cli import api_keys, backtest, browse, client, export, score, service, study, study2, sweep
+from zootriage.app.cli import (
+    api_keys,
+    backtest,
+    browse,
+    client,
+    export,
+    score,
+    service,
+    study,
+    study2,
+    study3,
+    sweep,
+)
 from zootriage.app.cli.exits import BAD_INPUT
 from zootriage.app.cli.extras import extra_for
 
@@ -27,6 +39,7 @@ score.register(app)
 service.register(app)
 study.register(app)
 study2.register(app)
+study3.register(app)
 sweep.register(app)
 
 

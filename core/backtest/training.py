@@ -90,12 +90,14 @@ def train_model(
     *,
     max_epochs: int | None = None,
     on_epoch: EpochHook | None = None,
+    builder: Callable[[str, int, int], Classifier] = build,
 ) -> Trained:
-    """Train (or resume) ``spec`` on ``data``; ``max_epochs`` stops early (the timing mode)."""
+    """Train (or resume) ``spec`` on ``data``; ``max_epochs`` stops early (the timing mode);
+    ``builder(arch, n_classes, seed)`` makes the initial model (study 3 passes its own)."""
     recipe = spec.recipe
     if recipe is None:
         raise ValueError(f"{spec.name} is an untrained floor model")
-    model = build(spec.arch, n_classes, spec.seed).to(device)
+    model = builder(spec.arch, n_classes, spec.seed).to(device)
     ema = copy.deepcopy(model).requires_grad_(False) if recipe.ema_decay is not None else None
     opt = _optimizer(recipe, model)
     start, last_loss, nan_loss = 0, math.nan, False

@@ -1,0 +1,104 @@
+"""What study 3 measures on one model (docs/study/PLAN-3.md, "Markers and rules scored").
+
+The registered study's measurement (:mod:`core.backtest.measure`) with study 3's settings: train and
+ID test accuracy, active-unit fraction, every registered marker on the ID test features, GLUE per
+centring (one_vs_rest, the task's points per class, n_t, repeats) with its regime diagnostic, and the
+outcomes: ``probe20`` (primary), the full linear probe and the nearest-class-mean few-shot probes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from zootriage.core.backtest.measure import active_fraction, fewshot_name, probe_split, regime
+from zootriage.core.backtest.nets import Classifier, features_and_logits
+from zootriage.core.backtest.probes import few_shot_accuracy, linear_probe
+from zootriage.core.backtest.splits import TaskData
+from zootriage.core.backtest.study3_config import Study3Config
+from zootriage.core.backtest.study3_probe import few_shot_probe
+from zootriage.core.glue import analyze
+from zootriage.core.markers import compute_markers, list_markers
+from zootriage.core.markers.registry import MarkerUndefined
+from zootriage.core.study.probe import ProbeSplit
+
+PRIMARY = "probe20"
+FULL = "probe"
+
+
+def geometry(
+    features: np.ndarray,
+    labels: np.ndarray,
+    points_per_class: int,
+    config: Study3Config,
+    device: torch.device,
+) -> dict[str, dict[str, Any]]:
+    """``{centring: {"markers": {name: value | None}, "regime": {...}}}`` for every centring."""
+    out: dict[str, dict[str, Any]] = {}
+    for centering in config.markers.centerings:
+        glue = analyze(
+            features,
+            labels,
+            n_t=config.markers.n_t,
+            seed=config.seed,
+            centering=centering,
+            dichotomy="one_vs_rest",
+            points_per_class=points_per_class,
+            repeats=config.markers.repeats,
+            device=device,
+        )
+        values: dict[str, float | None] = {}
+        for spec in list_markers(group="geometry"):
+            try:
+                values[spec.name] = float(spec.fn(glue=glue))
+            except MarkerUndefined:
+                values[spec.name] = None
+        out[centering] = {"markers": values, "regime": regime(glue)}
+    return out
+
+
+def outcomes(split: ProbeSplit, c: float, config: Study3Config, device: torch.device) -> dict[str, float]:
+    """``probe20`` at the task's C, the full probe at the same C, and the few-shot NCM probes."""
+    out = {
+        PRIMARY: few_shot_probe(split, c, config.probe.shots, config.probe.draws, device),
+        FULL: linear_probe(split, c, device),
+    }
+    for shots in config.probe.fewshot:
+        out[fewshot_name(shots)] = few_shot_accuracy(split, shots, config.probe.episodes, config.seed, device)
+    return out
+
+
+def _accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    return float((logits.argmax(dim=1) == labels).double().mean())
+
+
+def measure3(
+    model: Classifier,
+    data: TaskData,
+    points_per_class: int,
+    config: Study3Config,
+    c: float,
+    device: torch.device,
+) -> dict[str, Any]:
+    """Accuracies, and unless the model diverged (train accuracy < 50 % or non-finite features),
+    its diagnostics, markers and outcomes."""
+    train_acc = _accuracy(features_and_logits(model, data.train.x, device)[1], data.train.y)
+    feats, logits = features_and_logits(model, data.test.x, device)
+    record: dict[str, Any] = {"train_acc": train_acc, "id_acc": _accuracy(logits, data.test.y)}
+    x, y = feats.double().numpy(), data.test.y.numpy()
+    if train_acc < 0.5 or not np.isfinite(x).all() or not np.isfinite(logits.numpy()).all():
+        record["diverged"] = True
+        return record
+    names = [spec.name for spec in list_markers() if spec.group != "geometry"]
+    values = compute_markers(x, y, logits.double().numpy(), names=names, device=device)
+    record.update(
+        diverged=False,
+        active_fraction=active_fraction(x),
+        markers={name: v.value for name, v in values.items()},
+        geometry=geometry(x, y, points_per_class, config, device),
+        outcomes=outcomes(probe_split(model, data, device), c, config, device),
+    )
+    record["numerical_rank"] = record["markers"].get("numerical_rank")
+    return record
