@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zootriage.core import memory_limit, sandbox
+from zootriage.core import leftovers, memory_limit, sandbox
 from zootriage.core.confine import ENV
 from zootriage.core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
 
@@ -143,7 +143,8 @@ class Child:
         self.mode = isolation()
         self.memory = memory_limit.bound(self.bounds.memory_bytes)
         self.gpu = gpu
-        self.folder = Path(tempfile.mkdtemp(prefix="zootriage-child-"))
+        _sweep_folders()
+        self.folder = Path(tempfile.mkdtemp(prefix=leftovers.new_name() + "-"))
         self.cgroup = memory_limit.MemoryCgroup.create(self.memory)
         self.proc: subprocess.Popen[bytes] | None = None
         self._pending = b""
@@ -269,6 +270,12 @@ def run_isolated(
         child.stage(inputs or {})
         child.send(request)
         return collect(child.receive("result", on_progress, cancel), child.folder)
+
+
+def _sweep_folders() -> None:
+    """Remove the folders of children whose worker was killed before it could."""
+    for folder in leftovers.left_by_dead_workers(Path(tempfile.gettempdir())):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _log_tail(path: Path, limit: int = 4000) -> None:

@@ -15,14 +15,14 @@ import contextlib
 import os
 import signal
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from zootriage.core import leftovers
 
 AVAILABLE_FRACTION = 0.8
 _V2_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 _V1_ROOT = Path("/sys/fs/cgroup/memory")
-_PREFIX = "zootriage-child-"
 
 
 def available_bytes() -> int | None:
@@ -53,7 +53,7 @@ class MemoryCgroup:
     @classmethod
     def create(cls, limit: int) -> MemoryCgroup | None:
         """A new group under a hierarchy this process may write, or ``None`` (rlimits then apply)."""
-        name = f"{_PREFIX}{uuid.uuid4().hex[:12]}"
+        name = leftovers.new_name()
         for root in _V2_ROOTS:
             if "memory" in _read(root / "cgroup.subtree_control").split():
                 _sweep(root)
@@ -108,14 +108,12 @@ class MemoryCgroup:
                 time.sleep(0.1)
 
 
-def _sweep(root: Path, age_s: float = 300.0) -> None:
-    """Remove groups left by a worker that was killed before it could (only empty ones can go, and
-    only old ones are tried, so a group another worker has just made keeps its moment to be joined)."""
-    now = time.time()
-    for group in root.glob(f"{_PREFIX}*"):
+def _sweep(root: Path) -> None:
+    """Remove the groups of children whose worker was killed before it could (only empty ones can
+    go: the kernel refuses the rest)."""
+    for group in leftovers.left_by_dead_workers(root):
         with contextlib.suppress(OSError):
-            if now - group.stat().st_mtime > age_s:
-                group.rmdir()
+            group.rmdir()
 
 
 def _read(path: Path) -> str:

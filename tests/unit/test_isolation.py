@@ -224,3 +224,28 @@ def _gone(tag: str) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_what_a_killed_worker_left_is_removed_by_the_next_child() -> None:
+    """A SIGKILLed worker cannot remove its children's folder and memory cgroup; their names carry its
+    pid, and the next child any worker starts removes those of dead pids (and nothing else)."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = Path(tempfile.gettempdir()) / f"zootriage-child-{gone.pid}-left"
+    live = Path(tempfile.gettempdir()) / f"zootriage-child-{os.getpid()}-kept"
+    dead.mkdir()
+    live.mkdir()
+    cgroup_root = Path("/sys/fs/cgroup/memory")
+    dead_group = cgroup_root / dead.name
+    made_group = cgroup_root.is_dir() and os.access(cgroup_root, os.W_OK)
+    if made_group:
+        dead_group.mkdir()
+    try:
+        with pytest.raises(CheckpointKeyMismatch):
+            run_isolated(PROBE, {"mode": "error"}, _keep)
+        assert not dead.exists() and live.exists()
+        assert not dead_group.exists()
+    finally:
+        live.rmdir()
+        if dead_group.exists():
+            dead_group.rmdir()
