@@ -10,6 +10,7 @@ with and without them; exclusion rule 2 then only excludes models flagged ``dege
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -109,6 +110,23 @@ def measure(
 ) -> dict[str, Any]:
     """Accuracies, and unless the model diverged (train accuracy < 50 % or non-finite features),
     its collapse diagnostics, markers and outcomes."""
+    return measured(
+        model, data, device,
+        lambda x, y: geometry(x, y, task, config, device),
+        lambda split: outcomes(split, c, config, device),
+    )
+
+
+def measured(
+    model: Classifier,
+    data: TaskData,
+    device: torch.device,
+    geometry_of: Callable[[np.ndarray, np.ndarray], Any],
+    outcomes_of: Callable[[ProbeSplit], dict[str, float]],
+) -> dict[str, Any]:
+    """The record of one model, shared by the studies (each brings its GLUE settings and outcomes):
+    train and ID accuracy; unless it diverged, the active fraction, every non-geometry marker, the
+    geometry of the ID test features and the outcomes of its probe split."""
     train_acc = _accuracy(features_and_logits(model, data.train.x, device)[1], data.train.y)
     feats, logits = features_and_logits(model, data.test.x, device)
     record: dict[str, Any] = {"train_acc": train_acc, "id_acc": _accuracy(logits, data.test.y)}
@@ -122,8 +140,8 @@ def measure(
         diverged=False,
         active_fraction=active_fraction(x),
         markers={name: v.value for name, v in values.items()},
-        geometry=geometry(x, y, task, config, device),
-        outcomes=outcomes(probe_split(model, data, device), c, config, device),
+        geometry=geometry_of(x, y),
+        outcomes=outcomes_of(probe_split(model, data, device)),
     )
     record["numerical_rank"] = record["markers"].get("numerical_rank")
     return record

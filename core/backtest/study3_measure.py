@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from zootriage.core.backtest.measure import active_fraction, fewshot_name, probe_split, regime
-from zootriage.core.backtest.nets import Classifier, features_and_logits
+from zootriage.core.backtest.measure import fewshot_name, measured, regime
+from zootriage.core.backtest.nets import Classifier
 from zootriage.core.backtest.probes import few_shot_accuracy, linear_probe
 from zootriage.core.backtest.splits import TaskData
 from zootriage.core.backtest.study3_config import Study3Config
 from zootriage.core.backtest.study3_probe import few_shot_probe
 from zootriage.core.glue import analyze
-from zootriage.core.markers import compute_markers, list_markers
+from zootriage.core.markers import list_markers
 from zootriage.core.markers.registry import MarkerUndefined
 from zootriage.core.study.probe import ProbeSplit
 
@@ -70,10 +70,6 @@ def outcomes(split: ProbeSplit, c: float, config: Study3Config, device: torch.de
     return out
 
 
-def _accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
-    return float((logits.argmax(dim=1) == labels).double().mean())
-
-
 def measure3(
     model: Classifier,
     data: TaskData,
@@ -83,22 +79,9 @@ def measure3(
     device: torch.device,
 ) -> dict[str, Any]:
     """Accuracies, and unless the model diverged (train accuracy < 50 % or non-finite features),
-    its diagnostics, markers and outcomes."""
-    train_acc = _accuracy(features_and_logits(model, data.train.x, device)[1], data.train.y)
-    feats, logits = features_and_logits(model, data.test.x, device)
-    record: dict[str, Any] = {"train_acc": train_acc, "id_acc": _accuracy(logits, data.test.y)}
-    x, y = feats.double().numpy(), data.test.y.numpy()
-    if train_acc < 0.5 or not np.isfinite(x).all() or not np.isfinite(logits.numpy()).all():
-        record["diverged"] = True
-        return record
-    names = [spec.name for spec in list_markers() if spec.group != "geometry"]
-    values = compute_markers(x, y, logits.double().numpy(), names=names, device=device)
-    record.update(
-        diverged=False,
-        active_fraction=active_fraction(x),
-        markers={name: v.value for name, v in values.items()},
-        geometry=geometry(x, y, points_per_class, config, device),
-        outcomes=outcomes(probe_split(model, data, device), c, config, device),
+    its diagnostics, markers and outcomes (study 2's record, :func:`core.backtest.measure.measured`)."""
+    return measured(
+        model, data, device,
+        lambda x, y: geometry(x, y, points_per_class, config, device),
+        lambda split: outcomes(split, c, config, device),
     )
-    record["numerical_rank"] = record["markers"].get("numerical_rank")
-    return record
