@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from pydantic import BaseModel
 from threadpoolctl import threadpool_limits
 
 from zootriage.core.backtest.config import StudyConfig, TaskName
@@ -49,7 +50,8 @@ def study_id(config: StudyConfig) -> str:
     return f"{config.name}-{digest}"
 
 
-def _check_state(config: StudyConfig, out: Path) -> None:
+def check_state(config: BaseModel, out: Path) -> None:
+    """Record a study's config in its output folder, or refuse a folder that holds another study's."""
     saved = out / "config.json"
     current = json.loads(config.model_dump_json())
     if saved.exists() and json.loads(saved.read_text()) != current:
@@ -168,7 +170,7 @@ def _run(
     after_model: Callable[[str], None] | None,
     shard: tuple[int, int] | None,
 ) -> dict[str, Any] | None:
-    _check_state(config, out)
+    check_state(config, out)
     specs = model_specs(config)
     models, floors, probe, splits, n_scored = [], [], {}, {}, {}
     done = 0

@@ -24,7 +24,7 @@ import torch
 from zootriage.core.backtest.config import TaskName
 from zootriage.core.backtest.measure import probe_split
 from zootriage.core.backtest.recipes import ModelSpec
-from zootriage.core.backtest.run import limit_threads, write_json
+from zootriage.core.backtest.run import check_state, limit_threads, write_json
 from zootriage.core.backtest.splits import TaskData
 from zootriage.core.backtest.study3_config import Study3Config, TaskSpec
 from zootriage.core.backtest.study3_measure import PRIMARY, measure3, outcomes
@@ -47,14 +47,6 @@ TIMING_KEYS = ("wall_seconds", "cpu_seconds")
 CPU_HOURS_LIMIT = 7.0
 MEASURE_SECONDS = 10.0
 AUGMENT_OVERHEAD = 0.10
-
-
-def _check_state(config: Study3Config, out: Path) -> None:
-    saved = out / "config.json"
-    current = json.loads(config.model_dump_json())
-    if saved.exists() and json.loads(saved.read_text()) != current:
-        raise ValueError(f"{out} holds a study with another config; use a new output folder")
-    write_json(saved, current)
 
 
 def _probe_state(
@@ -145,7 +137,7 @@ def run_study3(
     limits = limit_threads(dev, threads)
     say = progress or (lambda _: None)
     try:
-        _check_state(config, out)
+        check_state(config, out)
         specs = model_specs(config)
         models, floors, probe, splits = [], [], {}, {}
         for task in config.tasks:
