@@ -1,17 +1,13 @@
 # One image for the API and the worker (docker-compose.yml picks the command), built from the wheel:
 # the first stage builds it from the source, the second installs it as a user would (`zootriage[server]`,
 # which includes the worker's stack), so the image runs exactly what `pip install` ships: templates,
-# static files and the Alembic migrations (`app/migrations`) are package data, found next to the code.
+# static files and the Alembic migrations (`src/zootriage/app/migrations`) are package data, found next to the code.
 # torch/torchvision are pinned and installed first, as the Makefile does, so nothing else can pull another
 # build; the CUDA build runs on the CPU too, and on the GPU where the `gpu` profile's worker gets one.
 FROM python:3.11-slim AS wheel
 WORKDIR /src
 COPY pyproject.toml README.md ./
-# zootriage/ holds the symlinks that name core/, app/ and worker/ as zootriage.core, .app, .worker.
-COPY zootriage zootriage
-COPY core core
-COPY app app
-COPY worker worker
+COPY src src
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist .
 
 FROM python:3.11-slim

@@ -26,7 +26,7 @@ lint: install
 	$(BIN)/ruff check .
 
 typecheck: install
-	$(BIN)/mypy zootriage
+	$(BIN)/mypy -p zootriage
 
 unit: install
 	$(BIN)/pytest tests/unit
@@ -35,14 +35,15 @@ imports: install
 	$(BIN)/lint-imports
 
 # pytest's options live in pyproject.toml: a random order every run (its seed is printed at the top;
-# --random-order-seed=N replays one), the 15 slowest tests, a 15-minute limit per test.
+# --random-order-seed=N replays one), the 15 slowest tests, a 15-minute limit per test; the package's line
+# coverage, failing under the floor in pyproject.toml ([tool.coverage.report] fail_under).
 test: lint typecheck imports
-	$(BIN)/pytest
+	$(BIN)/pytest --cov --cov-report=
 
 # The same suite on two processes (pytest-xdist), each with its own database, Redis and stacks; a
 # module's tests stay together on one process (its module-scoped fixtures are made once).
 test-parallel: lint typecheck
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 2 --dist loadfile --cov --cov-report=
 
 bench: install
 	$(BIN)/python benchmarks/glue_speed.py

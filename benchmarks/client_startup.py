@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--url", help="a running service: also time `zootriage status JOB --no-watch`")
     parser.add_argument("--job", help="a job id on that service")
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     script = CLIENT.format(heavy=HEAVY)
     commands = {"python -c pass": [sys.executable, "-c", "pass"]}
     commands["zootriage gate --help"] = [sys.executable, "-c", script, "gate", "--help"]

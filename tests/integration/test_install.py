@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the Dockerfile's first stage copies:
-SHIPPED = ("pyproject.toml", "README.md", "zootriage", "core", "app", "worker")
+SHIPPED = ("pyproject.toml", "README.md", "src")
 
 
 def outside_env(**extra: str) -> dict[str, str]:

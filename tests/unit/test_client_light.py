@@ -32,7 +32,7 @@ def run_client(*args: str) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "200"},
     )
     answer: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return answer

@@ -30,7 +30,7 @@ def test_bad_arguments_are_usage_errors(args: list[str], message: str) -> None:
         text=True,
         timeout=300,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(root / "src"), str(root)))},
     )
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr

@@ -17,7 +17,7 @@ def test_the_database_models_and_the_protocol_import_no_torch() -> None:
         "heavy = ('torch', 'fastapi', 'zootriage.core.zoo', 'zootriage.core.data'); "
         "print(sorted(m for m in heavy if m in sys.modules))"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )

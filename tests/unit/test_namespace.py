@@ -1,15 +1,37 @@
-"""One import name: the repository keeps core/, app/ and worker/ at its top, and zootriage/ names them
-``zootriage.core``, ``.app`` and ``.worker`` (symlinks). Code that imported the bare names would load
-every module twice under two names in a checkout and fail in an installed wheel, which ships only
-``zootriage``: nothing may."""
+"""One import name per module: the code lives in ``src/zootriage`` (real folders, no links), so a module
+can only be ``zootriage.<...>``. A second name (``core.errors`` beside ``zootriage.core.errors``) would
+load a module twice: two registries of markers, two ``ZooError`` classes that ``except`` tells apart.
+
+The check imports every module in a fresh interpreter started at the repository root (its folder on
+``sys.path``, as pytest and ``python -c`` put it) and asserts that each source file is loaded under
+exactly one name, and that no bare top-level name reaches our code."""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BARE = {"core", "app", "worker"}
+SRC = ROOT / "src" / "zootriage"
+BARE = {"core", "app", "worker", "src"}
+
+PROBE = """
+import importlib, importlib.util, json, pkgutil, sys
+import zootriage
+for info in pkgutil.walk_packages(zootriage.__path__, "zootriage."):
+    if ".migrations" not in info.name:
+        importlib.import_module(info.name)
+files = {}
+for name, module in list(sys.modules.items()):
+    path = getattr(module, "__file__", None)
+    if path:
+        files.setdefault(path, []).append(name)
+bare = {n: getattr(importlib.util.find_spec(n), "origin", None) for n in ("core", "app", "worker")}
+print(json.dumps({"root": zootriage.__file__, "files": files, "bare": bare}))
+"""
 
 
 def _bare_imports(path: Path) -> list[str]:
@@ -25,15 +47,30 @@ def _bare_imports(path: Path) -> list[str]:
     return found
 
 
-def test_nothing_imports_the_bare_package_names() -> None:
-    files = [
-        p for top in ("core", "app", "worker", "tests", "benchmarks") for p in (ROOT / top).rglob("*.py")
-    ]
+def test_nothing_imports_a_bare_or_src_prefixed_name() -> None:
+    files = [p for top in ("src", "tests", "benchmarks") for p in (ROOT / top).rglob("*.py")]
     assert len(files) > 200
     assert [hit for path in files for hit in _bare_imports(path)] == []
 
 
-def test_the_namespace_links_point_at_the_top_folders() -> None:
-    for name in sorted(BARE):
-        link = ROOT / "zootriage" / name
-        assert link.is_symlink() and link.resolve() == (ROOT / name).resolve()
+def test_the_code_lives_in_real_folders_under_src() -> None:
+    for name in ("core", "app", "worker"):
+        assert (SRC / name).is_dir() and not (SRC / name).is_symlink()
+        assert not (ROOT / name).exists(), f"a top-level {name}/ would be importable as {name!r}"
+    assert not (ROOT / "zootriage").exists()
+    assert [p for p in SRC.rglob("*") if p.is_symlink()] == []
+
+
+def test_every_module_is_loaded_under_exactly_one_name() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(seen["root"]).resolve().is_relative_to(SRC)
+    ours = {Path(path).resolve(): names for path, names in seen["files"].items()
+            if Path(path).resolve().is_relative_to(SRC)}
+    assert len(ours) > 200  # every module was imported
+    twice = {str(path): names for path, names in ours.items() if len(names) != 1}
+    assert twice == {}
+    assert all(names[0].startswith("zootriage.") or names[0] == "zootriage" for names in ours.values())
+    assert seen["bare"] == {"core": None, "app": None, "worker": None}

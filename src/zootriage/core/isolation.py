@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import json
 import logging
 import os
@@ -158,7 +159,7 @@ class Child:
         owner = _owner(self.mode)
         if owner is not None:
             os.chown(self.folder, *owner)
-        env = _environment(self.folder, self.bounds, self.gpu, self.memory)
+        env = _environment(self.folder, self.bounds, self.gpu, self.memory, module)
         prefix: list[str] = list(self.mode.command)
         fds: list[int] = []
         if self.mode.sandboxed:
@@ -313,7 +314,19 @@ def _stage(source: Path, target: Path, other_user: bool) -> None:
     shutil.copyfile(source, target)
 
 
-def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int) -> dict[str, str]:
+def _import_roots(module: str) -> list[str]:
+    """The folders the child imports from: the one holding this very ``zootriage`` (``src/`` in a
+    checkout, site-packages when installed) and the one holding ``module``'s top package."""
+    roots = [str(Path(__file__).resolve().parents[2])]
+    spec = importlib.util.find_spec(module.split(".")[0])
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        root = str(Path(location).resolve().parent)
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int, module: str) -> dict[str, str]:
     """The child's whole environment: what Python, torch and the model caches need, the caches named
     by absolute path (its ``HOME`` is its own folder), and its limits for :mod:`core.confine`."""
     rlimits = {
@@ -334,8 +347,7 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int) -> d
         with contextlib.suppress(OSError):
             Path(env[name]).mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(folder), USER="sandbox", LOGNAME="sandbox")
-    here = str(Path(__file__).resolve().parent.parent)  # the child imports this very copy of core
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (here, env.get("PYTHONPATH"))))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (*_import_roots(module), env.get("PYTHONPATH"))))
     env["TMPDIR"] = str(folder)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env[ENV] = json.dumps({"rlimits": rlimits, "cwd": str(folder)})

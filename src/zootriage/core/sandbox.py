@@ -96,7 +96,6 @@ def readable_paths(module: str, data_roots: Iterable[str | Path], env: dict[str,
             for location in spec.submodule_search_locations:
                 package = Path(location)
                 paths.append(package)
-                paths += [entry.resolve() for entry in package.iterdir() if entry.is_symlink()]
     paths += [Path(root) for root in data_roots]
     paths += [Path(env[name]) for name in ("TORCH_HOME", "HF_HOME", "HF_HUB_CACHE") if name in env]
     paths += [Path("/etc") / name for name in _ETC]
