@@ -4,10 +4,13 @@ in float64, and every marker must agree to 1e-12 (relative)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 
 from zootriage.core.examples import relu_like
-from zootriage.core.glue import MARKERS, analyze
+from zootriage.core.glue import MARKERS, analyze, preprocess, preprocess_with_gram
+from zootriage.core.nnls import solve_batched
 
 # (data, options, expected markers + regime fractions), from the previous implementation.
 _CASES = [
@@ -93,3 +96,61 @@ def test_markers_unchanged_to_1e_12(data, options, expected):
     assert result.regime is not None
     assert result.regime.separable_fraction == expected["sep"]
     assert result.regime.saturated_fraction == expected["sat"]
+
+
+@pytest.mark.parametrize("centering", ["none", "global"])
+def test_gram_beside_the_qr_is_the_gram_of_the_rotated_points(centering):
+    """``preprocess_with_gram`` (the QR and K = XXᵀ on two threads) returns exactly ``preprocess``'s
+    points and scale, and K equal to the rotated points' own product to rounding: K is invariant
+    under the rotation (XQ)(XQ)ᵀ = XXᵀ, divided by the scale squared."""
+    x, _ = relu_like(seed=2, n_classes=6, per_class=20, dim=300)
+    points, scale = preprocess(x, centering)
+    points2, scale2, gram = preprocess_with_gram(x, centering, workers=2)
+    assert np.array_equal(points, points2) and scale == scale2
+    expected = torch.from_numpy(points) @ torch.from_numpy(points).T
+    assert gram.shape == (120, 120)
+    assert torch.allclose(gram, expected, rtol=0, atol=1e-13 * float(expected.abs().max()))
+
+
+def test_solver_with_a_given_gram_gives_the_solver_forming_its_own():
+    """``solve_batched(..., gram=K)`` takes K instead of forming it: the same solutions (to the
+    rounding of K) and KKT checks as without."""
+    x, y = relu_like(seed=2, n_classes=6, per_class=20, dim=300)
+    points, _, gram = preprocess_with_gram(x, "none", workers=2)
+    rng = np.random.default_rng(0)
+    classes = np.asarray(y)
+    dich = np.where(rng.random((64, 6)) < 0.5, 1, -1)
+    signs = torch.from_numpy((-dich).astype(np.int8)[:, classes])
+    pts, t = torch.from_numpy(points), torch.from_numpy(rng.standard_normal((64, points.shape[1])))
+    own, ok_own = solve_batched(pts, signs, t, workers=1)
+    given, ok_given = solve_batched(pts, signs, t, workers=1, gram=gram)
+    assert bool(ok_own.all()) and bool(ok_given.all())
+    assert torch.allclose(own, given, rtol=0, atol=1e-10)
+
+
+def test_markers_with_the_gram_beside_the_qr_equal_the_serial_ones(monkeypatch):
+    """Two threads take the overlapped path (K beside the QR, ``core.glue.preprocess_with_gram``),
+    one thread the serial one; every marker agrees to 1e-12."""
+    import zootriage.core.glue as glue
+
+    calls: list[int] = []
+    overlap = glue.preprocess_with_gram
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return overlap(*args, **kwargs)
+
+    monkeypatch.setattr(glue, "preprocess_with_gram", spy)
+    x, y = relu_like(seed=0, n_classes=10, per_class=50, dim=512)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        serial = analyze(x, y, device="cpu", n_t=200)
+        assert not calls
+        torch.set_num_threads(2)
+        overlapped = analyze(x, y, device="cpu", n_t=200)
+        assert calls == [1]
+    finally:
+        torch.set_num_threads(before)
+    for m in MARKERS:
+        assert getattr(overlapped, m) == pytest.approx(getattr(serial, m), rel=1e-12, abs=1e-15), m

@@ -16,8 +16,10 @@ Two solvers:
 * :func:`solve_batched`: the Lawson–Hanson active-set method in its Gram form (Bro & de Jong, 1997,
   "A fast non-negativity-constrained least squares algorithm"), run on all draws at once in torch.
   Each outer step adds the most violated index to every unfinished draw's passive set; the small
-  passive systems G_SS s = b_S are solved through Cholesky factors G_SS = LLᵀ that grow by one row
-  per added index, with z = L⁻¹b_S growing by one entry, so a step's solve is one back
+  passive systems G_SS s = b_S are solved in the signed variables v = σ_S ⊙ s, where they read
+  K_SS v = c_S with c = σ ⊙ b = X t (G_SS = D K_SS D, D = diag(σ_S)): no sign enters them, and v is
+  the gradient's weight vector σ ⊙ λ itself. They go through Cholesky factors K_SS = LLᵀ that grow
+  by one row per added index, with z = L⁻¹c_S growing by one entry, so a step's solve is one back
   substitution; the gradient of all draws is one weighted sum of |S| rows of the shared K per draw
   (λ has only |S| non-zeros). The entering rule and the inner loop are scipy's, so where λ is not
   unique (more points than dimensions) both take the same path to the same solution, as the tests
@@ -39,6 +41,7 @@ import scipy.optimize
 import torch
 
 from zootriage.core.errors import CancelCheck, stop_if_cancelled
+from zootriage.core.nnls_route import uses_gram
 from zootriage.core.threads import run_all, single_threaded
 
 # Entering threshold and KKT check, relative to the scale ‖t_k‖ · max_i ‖x_i‖ of the gradient entries.
@@ -49,8 +52,6 @@ _BATCH_ELEMENTS = 1 << 22
 # Smallest block cut to give a thread work of its own: below it the per-step overhead dominates.
 _MIN_BLOCK = 64
 Route = Literal["auto", "gram", "primal"]
-# Largest point count whose n × n Gram matrix the solver forms (8192² float64 = 512 MB).
-GRAM_POINTS_MAX = 8192
 
 
 def solve_reference(points: np.ndarray, signs: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -73,6 +74,7 @@ def solve_batched(
     cancel: CancelCheck | None = None,
     route: Route = "auto",
     workers: int | None = None,
+    gram: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Solve all draws with the batched Lawson–Hanson method on ``points.device``.
 
@@ -82,7 +84,8 @@ def solve_batched(
     polled at every Lawson–Hanson step of every block of draws (``core.errors.Cancelled`` stops the
     solve): one block of a large problem can take seconds. ``route`` picks how products with
     K = XXᵀ are formed (see ``_Cloud``): ``"auto"`` takes the cheaper one, the others exist so that
-    both can be checked on the same problems.
+    both can be checked on the same problems. ``gram``: K = XXᵀ (n, n) when the caller already has
+    it (``core.glue.preprocess_with_gram``), used on the Gram route instead of forming it here.
 
     On the CPU the blocks of draws (each bounded by memory, ``_BATCH_ELEMENTS``) are shared among
     ``workers`` Python threads (default: torch's thread count on entry, which the worker sets to its
@@ -100,7 +103,7 @@ def solve_batched(
     step = block_size(signs.shape[0], n, threads)
     blocks = [slice(start, start + step) for start in range(0, signs.shape[0], step)]
     with single_threaded(points.device):  # small dense steps: see core.threads
-        cloud = _Cloud(points, use_gram)
+        cloud = _Cloud(points, use_gram, gram)
 
         def run(sl: slice) -> None:
             lam[sl], ok[sl] = _solve_block(cloud, signs[sl], t[sl], cancel)
@@ -128,14 +131,6 @@ def block_size(draws: int, n: int, threads: int) -> int:
     return max(-(-draws // blocks), min(step, _MIN_BLOCK))
 
 
-def uses_gram(n: int, r: int) -> bool:
-    """Whether ``"auto"`` takes the Gram route for n points of rank r. Per step and draw it costs
-    |S|·n against the primal route's 2·n·r, plus n²·r once, so it is the faster one whenever K fits:
-    it is taken up to ``GRAM_POINTS_MAX`` points (K then ≤ 512 MB), and past that only while n ≤ 2r
-    (then K is no bigger than the point matrix's own products)."""
-    return n <= GRAM_POINTS_MAX or n <= 2 * r
-
-
 class _Cloud:
     """The shared point cloud, padded with a zero dummy point n, and its inner products K = XXᵀ.
 
@@ -147,27 +142,31 @@ class _Cloud:
     cloud plus O(B·n + B·|S|·r) per block of B draws: linear in n, never n².
     """
 
-    def __init__(self, points: torch.Tensor, use_gram: bool):
+    def __init__(self, points: torch.Tensor, use_gram: bool, gram: torch.Tensor | None = None):
         self.n = points.shape[0]
         # The points themselves, not a padded copy (0.8 GB at P = 1000 × M = 50 × N = 2048): on
-        # the primal route the dummy slot n reads point n − 1, whose products every caller masks.
+        # the primal route the dummy slot n reads point n − 1, whose products are masked.
         self.points = points
         self.sq_norms = torch.linalg.vector_norm(points, dim=1).square()  # no (n, r) temporary
-        self.gram = torch.nn.functional.pad(points @ points.T, (0, 1, 0, 1)) if use_gram else None
+        if use_gram and gram is None:
+            gram = points @ points.T
+        self.gram = torch.nn.functional.pad(gram, (0, 1, 0, 1)) if use_gram and gram is not None else None
 
     def block(self, idx: torch.Tensor) -> torch.Tensor:
-        """K_SS for each draw's slots ``idx`` (B, C) → (B, C, C)."""
+        """K_SS for each draw's slots ``idx`` (B, C) → (B, C, C), zero in the rows and columns of
+        slots at the dummy n."""
         if self.gram is not None:
             return torch.take(self.gram, idx[:, :, None] * (self.n + 1) + idx[:, None, :])
-        x_s = self.points[idx.clamp(max=self.n - 1)]
+        x_s = self.points[idx.clamp(max=self.n - 1)] * (idx < self.n).unsqueeze(-1)
         return x_s @ x_s.transpose(1, 2)
 
     def row(self, enter: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-        """K_{j,S}: the inner products of point ``enter[b]`` with draw b's slots ``idx`` → (B, C)."""
+        """K_{j,S}: the inner products of point ``enter[b]`` with draw b's slots ``idx`` → (B, C), zero
+        on slots at the dummy n."""
         if self.gram is not None:
             return torch.take(self.gram, enter[:, None] * (self.n + 1) + idx)
         x_s = self.points[idx.clamp(max=self.n - 1)]
-        return (x_s @ self.points[enter].unsqueeze(-1)).squeeze(-1)
+        return (x_s @ self.points[enter].unsqueeze(-1)).squeeze(-1) * (idx < self.n)
 
     def times(self, idx: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """K times each draw's slot vector (point ``idx[b, c]`` weighted ``values[b, c]``; slots
@@ -194,12 +193,9 @@ class _Cloud:
 
 
 class _Problems:
-    """The draws of one block: G_k = σσᵀ ⊙ K applied without forming it, and the passive solves.
-
-    A passive set is held as slots: ``idx`` (B, C) point indices with a ``used`` mask. Index n is a
-    dummy column (zero in K, b and the gradient) that unused slots point to, so gathers never alias
-    a real point and unused slots become identity rows of the packed systems.
-    """
+    """The draws of one block: their signs σ (B, n+1) and linear terms b = σ ⊙ (X t) (B, n+1), both
+    with a dummy column n (σ = 1, b = 0) that unused slots point to, and the scale of their gradients.
+    G_k = σσᵀ ⊙ K is never formed."""
 
     def __init__(self, cloud: _Cloud, signs: torch.Tensor, t: torch.Tensor):
         points = cloud.points
@@ -209,112 +205,120 @@ class _Problems:
         scale = t.norm(dim=1) * cloud.sq_norms.max().sqrt()
         self.scale = torch.clamp(scale, min=torch.finfo(points.dtype).tiny)
 
-    def take(self, rows: torch.Tensor) -> _Problems:
-        sub = object.__new__(_Problems)
-        sub.cloud, sub.n = self.cloud, self.n
-        sub.signs, sub.b, sub.scale = (a.index_select(0, rows) for a in (self.signs, self.b, self.scale))
-        return sub
-
     def dense(self, idx: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """Slot values scattered to a dense (B, n) array (slots pointing at the dummy are dropped)."""
         out = torch.zeros((idx.shape[0], self.n + 1), dtype=values.dtype, device=values.device)
         return out.scatter_add_(1, idx, values)[:, : self.n]
 
-    def gradient(self, idx: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """w = b − Gλ = b − σ ⊙ (K (σ ⊙ λ)) as (B, n+1), λ given by its slots (zero on unused ones;
-        w = 0 at the dummy). λ has only |S| ≪ n non-zeros, so this costs B·|S|·n, not B·n²."""
-        product = self.cloud.times(idx, self.signs.gather(1, idx) * x)
-        return torch.addcmul(self.b, self.signs, product, value=-1, out=product)  # in place
 
-    def factor(self, idx: torch.Tensor, used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cholesky factors of the packed passive systems G_SS (identity on unused slots), and a (B,)
-        mask of the draws whose system was positive definite."""
-        sig = self.signs.gather(1, idx) * used
-        g_ss = self.cloud.block(idx) * sig[:, :, None] * sig[:, None, :]
-        g_ss = g_ss + torch.diag_embed((~used).to(g_ss.dtype))
-        chol, info = torch.linalg.cholesky_ex(g_ss)
-        return chol, info == 0
-
-    def forward(self, idx: torch.Tensor, used: torch.Tensor, chol: torch.Tensor) -> torch.Tensor:
-        """z = L⁻¹ b_S for the packed passive systems G_SS = LLᵀ (zero on unused slots)."""
-        b_s = (self.b.gather(1, idx) * used).unsqueeze(-1)
-        return torch.linalg.solve_triangular(chol, b_s, upper=False).squeeze(-1)
+def _gradient(
+    cloud: _Cloud, b: torch.Tensor, signs: torch.Tensor, idx: torch.Tensor, v: torch.Tensor
+) -> torch.Tensor:
+    """w = b − Gλ = b − σ ⊙ (K (σ ⊙ λ)) as (B, n+1), σ ⊙ λ given by its slots: ``v`` at the points
+    ``idx`` (zero on unused slots; w = 0 at the dummy). λ has only |S| ≪ n non-zeros, so this costs
+    B·|S|·n, not B·n²."""
+    product = cloud.times(idx, v)
+    return torch.addcmul(b, signs, product, value=-1, out=product)  # in place
 
 
-def _back(chol: torch.Tensor, z: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
-    """The unconstrained minimiser on each passive set, s_S = G_SS⁻¹ b_S = L⁻ᵀ z, as slot values (0 if
-    unused): one batched triangular solve (cholesky_solve would loop over the batch)."""
-    s = torch.linalg.solve_triangular(chol.transpose(1, 2), z.unsqueeze(-1), upper=True)
-    return s.squeeze(-1) * used
+def _back(chol: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """The unconstrained minimiser on each passive set, v_S = K_SS⁻¹ c_S = L⁻ᵀ z, as slot values: one
+    batched triangular solve (cholesky_solve would loop over the batch). Zero on unused slots, where
+    z = 0 and L is the identity (unused slots come after the used ones)."""
+    return torch.linalg.solve_triangular(chol.transpose(1, 2), z.unsqueeze(-1), upper=True).squeeze(-1)
 
 
 class _Active:
-    """The unfinished draws of a block with their passive sets.
+    """The unfinished draws of a block with their passive sets, solved in signed variables.
 
     Slots are compact: draw b's passive indices sit in ``idx[b, :count[b]]``, the rest point at the
-    dummy n. ``chol`` holds the Cholesky factor of each packed G_SS (identity on unused slots) and
-    ``z`` = L⁻¹ b_S; adding an index appends one row to the factor (O(C²) instead of refactoring in
-    O(C³)) and one entry to z, so each step's passive solve is a single back substitution.
+    dummy n. With D = diag(σ_S), G_SS = D K_SS D, so the passive system G_SS s = b_S is
+    K_SS v = c_S in the signed variables v = σ_S ⊙ s, with c = σ ⊙ b = X t: no sign enters the
+    passive solves, and v is the gradient's weight vector σ ⊙ λ itself. (The Cholesky factor of
+    G_SS is D L D for L that of K_SS: every product differs by a sign only, which rounds alike.)
+    ``v`` holds the current σ_S ⊙ λ_S, ``chol`` the factor L of each packed K_SS (identity on unused
+    slots), ``z`` = L⁻¹ c_S; adding an index appends one row to the factor (O(C²) instead of
+    refactoring in O(C³)) and one entry to z, so each step's passive solve is one back substitution.
+    The block's ``b``, ``signs`` and entering thresholds ``tol`` are compacted along with the draws.
     """
 
     def __init__(self, prob: _Problems):
-        b, dev = prob.b.shape[0], prob.b.device
-        self.prob = prob
-        self.rows = torch.arange(b, device=dev)
-        self.idx = torch.full((b, 8), prob.n, dtype=torch.long, device=dev)
-        self.x = torch.zeros((b, 8), dtype=prob.b.dtype, device=dev)
+        b, dev, dt = prob.b.shape[0], prob.b.device, prob.b.dtype
+        self.cloud, self.n = prob.cloud, prob.n
+        self.b, self.signs, self.tol = prob.b, prob.signs, _ENTER_RTOL * prob.scale
+        self.rows = torch.arange(b, device=dev)  # each draw's row in the block
+        self.here = self.rows  # 0..B−1 for the draws now in the block
+        self.idx = torch.full((b, 8), self.n, dtype=torch.long, device=dev)
+        self.v = torch.zeros((b, 8), dtype=dt, device=dev)
         self.count = torch.zeros(b, dtype=torch.long, device=dev)
-        self.chol = torch.eye(8, dtype=prob.b.dtype, device=dev).repeat(b, 1, 1)
-        self.z = torch.zeros((b, 8), dtype=prob.b.dtype, device=dev)
+        self.top = 0  # an upper bound on max(count), so that widening needs no sync most steps
+        self.chol = torch.eye(8, dtype=dt, device=dev).repeat(b, 1, 1)
+        self.z = torch.zeros((b, 8), dtype=dt, device=dev)
 
-    def used(self) -> torch.Tensor:
-        return torch.arange(self.idx.shape[1], device=self.idx.device)[None, :] < self.count[:, None]
+    def gradient(self) -> torch.Tensor:
+        return _gradient(self.cloud, self.b, self.signs, self.idx, self.v)
 
-    def keep(self, mask: torch.Tensor) -> None:
-        """Only the draws where ``mask`` holds stay (``index_select``: several times faster on the CPU
-        than indexing with a tensor)."""
-        keep = mask.nonzero(as_tuple=True)[0]
-        self.prob = self.prob.take(keep)
-        self.rows, self.idx, self.x, self.count, self.chol, self.z = (
-            a.index_select(0, keep) for a in (self.rows, self.idx, self.x, self.count, self.chol, self.z)
-        )
+    def slot_signs(self, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """σ on each slot (1 on unused ones), of all draws or of ``rows``."""
+        if rows is None:
+            return self.signs.gather(1, self.idx)
+        return self.signs.index_select(0, rows).gather(1, self.idx.index_select(0, rows))
+
+    def keep(self, rows: torch.Tensor) -> None:
+        """Only the draws ``rows`` stay (``index_select``: several times faster on the CPU than
+        indexing with a tensor)."""
+        for name in ("b", "signs", "tol", "rows", "idx", "v", "count", "chol", "z"):
+            setattr(self, name, getattr(self, name).index_select(0, rows))
+        self.here = torch.arange(rows.shape[0], device=rows.device)
 
     def append(self, enter: torch.Tensor) -> torch.Tensor:
-        """Add index ``enter[b]`` to every draw's passive set by a rank-one extension of its factor:
-        l = L⁻¹ g_S, d = sqrt(g_jj − ‖l‖²), and z_j = (b_j − l·z) / d. Returns the mask of draws where
-        this worked (d > 0)."""
+        """Add index j = ``enter[b]`` to every draw's passive set by a rank-one extension of its factor:
+        l = L⁻¹ K_Sj, d = sqrt(K_jj − ‖l‖²), and z_j = (c_j − l·z) / d. Returns the mask of draws where
+        this worked (d² > 1e-12 K_jj); the others keep their passive set."""
         slots = self.idx.shape[1]
-        if int(self.count.max()) == slots:
-            # Grow in steps of 8: the packed systems cost O(C²) per draw, so C stays near the largest |S|.
-            self.idx = torch.nn.functional.pad(self.idx, (0, 8), value=self.prob.n)
-            self.x = torch.nn.functional.pad(self.x, (0, 8))
-            self.chol = _widen(self.chol, slots + 8)
-            self.z = torch.nn.functional.pad(self.z, (0, 8))
-        prob, used = self.prob, self.used()
-        sig_e = prob.signs.gather(1, enter[:, None])
-        g = prob.cloud.row(enter, self.idx) * prob.signs.gather(1, self.idx) * sig_e * used
+        if self.top >= slots:
+            self.top = int(self.count.max())
+            if self.top == slots:
+                # Grow in steps of 8: the packed systems cost O(C²) per draw, so C stays near the
+                # largest |S|.
+                self.idx = torch.nn.functional.pad(self.idx, (0, 8), value=self.n)
+                self.v = torch.nn.functional.pad(self.v, (0, 8))
+                self.chol = _widen(self.chol, slots + 8)
+                self.z = torch.nn.functional.pad(self.z, (0, 8))
+        self.top += 1
+        g = self.cloud.row(enter, self.idx)  # zero on unused slots
         l_row = torch.linalg.solve_triangular(self.chol, g.unsqueeze(-1), upper=False).squeeze(-1)
-        g_jj = prob.cloud.sq_norms[enter]
+        g_jj = self.cloud.sq_norms.index_select(0, enter)
         d2 = g_jj - l_row.square().sum(dim=1)
         ok = d2 > 1e-12 * g_jj
-        b_j = prob.b.gather(1, enter[:, None]).squeeze(1)
-        z_j = b_j - (l_row * self.z).sum(dim=1)
+        at = enter.unsqueeze(1)
+        c_j = (self.b.gather(1, at) * self.signs.gather(1, at)).squeeze(1)
+        z_j = c_j - (l_row * self.z).sum(dim=1)
         if bool(ok.all()):  # the usual step: every draw takes its index, no row selections
-            here, pos, d = self.rows_here(), self.count, d2.sqrt()
+            here, pos, d = self.here, self.count, d2.sqrt()
         else:
             here = ok.nonzero(as_tuple=True)[0]
             pos, d = self.count[here], d2[here].sqrt()
             l_row, z_j, enter = l_row[here], z_j[here], enter[here]
-        self.chol[here, pos, :] = l_row
+        self.chol[here, pos, :] = l_row  # l is zero from slot pos on: the row of L, bar its diagonal
         self.chol[here, pos, pos] = d
         self.z[here, pos] = z_j / d
         self.idx[here, pos] = enter
-        self.count[here] += 1
+        self.count += ok
         return ok
 
-    def rows_here(self) -> torch.Tensor:
-        """0..B−1 for the draws now in the block."""
-        return torch.arange(self.rows.shape[0], device=self.rows.device)
+    def refactor(
+        self, rows: torch.Tensor, idx: torch.Tensor, used: torch.Tensor, sig: torch.Tensor
+    ) -> torch.Tensor:
+        """Cholesky factors of the draws ``rows``' new packed passive systems K_SS (identity on unused
+        slots) and z = L⁻¹ c_S, c_S = σ_S ⊙ b_S, stored in place; returns the (len(rows),) mask of the
+        draws whose system was positive definite."""
+        k_ss = self.cloud.block(idx) + torch.diag_embed((~used).to(self.z.dtype))
+        chol, info = torch.linalg.cholesky_ex(k_ss)
+        c_s = (self.b.index_select(0, rows).gather(1, idx) * sig).unsqueeze(-1)
+        self.chol[rows] = chol
+        self.z[rows] = torch.linalg.solve_triangular(chol, c_s, upper=False).squeeze(-1)
+        return info == 0
 
 
 def _widen(chol: torch.Tensor, width: int) -> torch.Tensor:
@@ -327,7 +331,21 @@ def _widen(chol: torch.Tensor, width: int) -> torch.Tensor:
 def _solve_block(
     cloud: _Cloud, signs: torch.Tensor, t: torch.Tensor, cancel: CancelCheck | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Lawson–Hanson on one block of draws; see the module docstring."""
+    """Lawson–Hanson on one block of draws; see the module docstring.
+
+    Each step: the gradient w, the entering index (draws with nothing left to enter are finished),
+    the rank-one extension of each factor, the inner loop. A draw that cannot take its entering index
+    (numerically in the span of its passive set), drops it again in the inner loop, or meets a
+    singular system has stalled in floating point: it stops there and the KKT check judges its answer.
+    Finished draws leave the block at once (their slots are copied out, the block compacted).
+    """
+    with torch.inference_mode():  # no autograd bookkeeping in the ~40 small operations per step
+        return _solve_block_steps(cloud, signs, t, cancel)
+
+
+def _solve_block_steps(
+    cloud: _Cloud, signs: torch.Tensor, t: torch.Tensor, cancel: CancelCheck | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     n_draws, n = signs.shape
     dev, dt = cloud.points.device, cloud.points.dtype
     full = _Problems(cloud, signs, t)
@@ -335,37 +353,42 @@ def _solve_block(
     out_idx = torch.full((n_draws, 1), n, dtype=torch.long, device=dev)
     out_x = torch.zeros((n_draws, 1), dtype=dt, device=dev)
 
-    def finish(mask: torch.Tensor) -> None:
+    def finish(mask: torch.Tensor) -> torch.Tensor | None:
+        """Copy the draws of ``mask`` out (λ = σ ⊙ v) and drop them; the block positions of the
+        draws left (None when none is)."""
         nonlocal out_idx, out_x
         width = act.idx.shape[1]
         if width > out_idx.shape[1]:
             out_idx = torch.nn.functional.pad(out_idx, (0, width - out_idx.shape[1]), value=n)
             out_x = torch.nn.functional.pad(out_x, (0, width - out_x.shape[1]))
-        out_idx[act.rows[mask], :width] = act.idx[mask]
-        out_x[act.rows[mask], :width] = act.x[mask]
-        act.keep(~mask)
+        gone = mask.nonzero(as_tuple=True)[0]
+        rows = act.rows.index_select(0, gone)
+        out_idx[rows, :width] = act.idx.index_select(0, gone)
+        out_x[rows, :width] = act.v.index_select(0, gone) * act.slot_signs(gone)
+        stay = (~mask).nonzero(as_tuple=True)[0]
+        act.keep(stay)
+        return stay if stay.numel() else None
 
     for step in range(3 * n + 10):
         stop_if_cancelled(cancel)
         # The gradient (b at λ = 0) lives only inside _entering: each is (B, n+1), 33 MB at P = 1000.
-        w_max, enter = _entering(act.prob.gradient(act.idx, act.x) if step else full.b.clone(), act.idx)
-        done = w_max <= _ENTER_RTOL * act.prob.scale
+        w_max, enter = _entering(act.gradient() if step else act.b.clone(), act.idx)
+        done = w_max <= act.tol
         if bool(done.any()):
-            finish(done)
-            enter = enter[~done]
-            if act.rows.numel() == 0:
+            left = finish(done)
+            if left is None:
                 break
-        # A draw that cannot take its entering index (numerically in the span of its passive set),
-        # drops it again in the inner loop, or meets a singular system has stalled in floating point:
-        # it stops here and the KKT check below judges its answer.
+            enter = enter.index_select(0, left)
         stalled = ~act.append(enter)
-        s, alive = _inner_loop(act)
-        stalled |= ~alive | ~(act.idx == enter[:, None]).any(dim=1)
-        act.x = torch.where(stalled[:, None], act.x, s)
+        v, alive = _inner_loop(act)
+        if alive is not None:  # the inner loop ran: a draw may have dropped its entering index again
+            stalled |= ~alive | ~(act.idx == enter[:, None]).any(dim=1)
         if bool(stalled.any()):
-            finish(stalled)
-            if act.rows.numel() == 0:
+            act.v = torch.where(stalled[:, None], act.v, v)
+            if finish(stalled) is None:
                 break
+        else:
+            act.v = v
     else:
         finish(torch.ones(act.rows.shape, dtype=torch.bool, device=dev))
     lam = full.dense(out_idx, out_x)
@@ -385,20 +408,26 @@ def _entering(w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return w.gather(1, enter[:, None]).squeeze(1), enter
 
 
-def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
+def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Lawson–Hanson's inner loop: step back along λ → s until every passive s_i is positive.
 
-    While some passive s_i ≤ 0, move λ by the largest step α = min_{i: s_i ≤ 0} λ_i / (λ_i − s_i) that
-    keeps λ ≥ 0, drop the indices that reach zero, compact the slots, refactor and re-solve. Updates
-    ``act`` in place; returns the final s and a mask of draws whose passive systems stayed solvable.
+    s = σ_S ⊙ v_S for the signed solution v_S = L⁻ᵀz. While some passive s_i ≤ 0, move λ by the
+    largest step α = min_{i: s_i ≤ 0} λ_i / (λ_i − s_i) that keeps λ ≥ 0, drop the indices that reach
+    zero, compact the slots, refactor and re-solve. Updates ``act`` in place; returns the final
+    signed solutions v and, when some draw needed the loop, the mask of draws whose passive systems
+    stayed solvable (None when no draw did: the usual step, nothing to check).
     """
-    prob, n = act.prob, act.prob.n
-    used = act.used()
-    s = _back(act.chol, act.z, used)
-    alive = torch.ones(s.shape[0], dtype=torch.bool, device=s.device)
-    todo = ((s <= 0) & used).any(dim=1).nonzero(as_tuple=True)[0]
+    n = act.n
+    v = _back(act.chol, act.z)
+    sig = act.slot_signs()
+    todo = ((v * sig <= 0) & (act.idx < n)).any(dim=1).nonzero(as_tuple=True)[0]
+    if not todo.numel():
+        return v, None
+    alive = torch.ones(v.shape[0], dtype=torch.bool, device=v.device)
     while todo.numel():
-        x, sub_s, used = act.x[todo], s[todo], act.used()[todo]
+        sig = act.slot_signs(todo)
+        used = act.idx.index_select(0, todo) < n
+        x, sub_s = act.v.index_select(0, todo) * sig, v.index_select(0, todo) * sig  # λ and s
         neg = used & (sub_s <= 0)
         step = x / torch.clamp(x - sub_s, min=torch.finfo(x.dtype).tiny)
         ratio = torch.where(neg, step, torch.full_like(x, torch.inf))
@@ -407,22 +436,20 @@ def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor]:
         stay = used & (x > 0) & ~(neg & (ratio <= alpha[:, None]))
         order = torch.argsort((~stay).to(torch.int8), dim=1, stable=True)
         stay = stay.gather(1, order)
-        idx = torch.where(stay, act.idx[todo].gather(1, order), n)
-        act.idx[todo], act.x[todo], act.count[todo] = idx, x.gather(1, order) * stay, stay.sum(dim=1)
-        sub = prob.take(todo)
-        chol, ok = sub.factor(idx, stay)
-        z = sub.forward(idx, stay, chol)
-        act.chol[todo], act.z[todo] = chol, z
-        sub_s = _back(chol, z, stay)
-        ok &= torch.isfinite(sub_s).all(dim=1)
-        s[todo], alive[todo] = torch.where(ok[:, None], sub_s, 0.0), ok
-        todo = todo[ok & ((sub_s <= 0) & stay).any(dim=1)]
-    return s, alive
+        idx = torch.where(stay, act.idx.index_select(0, todo).gather(1, order), n)
+        sig = torch.where(stay, sig.gather(1, order), 1.0)
+        act.idx[todo], act.v[todo], act.count[todo] = idx, x.gather(1, order) * stay * sig, stay.sum(dim=1)
+        ok = act.refactor(todo, idx, stay, sig)
+        sub_v = _back(act.chol.index_select(0, todo), act.z.index_select(0, todo))
+        ok &= torch.isfinite(sub_v).all(dim=1)
+        v[todo], alive[todo] = torch.where(ok[:, None], sub_v, 0.0), ok
+        todo = todo[ok & ((sub_v * sig <= 0) & stay).any(dim=1)]
+    return v, alive
 
 
 def _kkt_holds(prob: _Problems, idx: torch.Tensor, x: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
     """KKT of min_{λ≥0} ½λᵀGλ − bᵀλ: λ ≥ 0, w = b − Gλ ≤ 0 everywhere and w = 0 where λ > 0."""
-    w = prob.gradient(idx, x)[:, : prob.n]
+    w = _gradient(prob.cloud, prob.b, prob.signs, idx, prob.signs.gather(1, idx) * x)[:, : prob.n]
     tol = _KKT_RTOL * prob.scale[:, None]
     on_support = torch.where(lam > 0, w.abs(), torch.zeros_like(w))
     return (lam >= 0).all(dim=1) & (w <= tol).all(dim=1) & (on_support <= tol).all(dim=1)
