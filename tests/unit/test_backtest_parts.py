@@ -17,7 +17,7 @@ from zootriage.core.backtest.analysis import exclusions
 from zootriage.core.backtest.config import StudyConfig, load_config
 from zootriage.core.backtest.measure import regime
 from zootriage.core.backtest.nets import PENULTIMATE, PreActBlock, build
-from zootriage.core.backtest.probes import choose_task_c, few_shot_accuracy
+from zootriage.core.backtest.probes import ProbeSplit, choose_task_c, few_shot_accuracy
 from zootriage.core.backtest.recipes import (
     ModelSpec,
     Recipe,
@@ -30,7 +30,6 @@ from zootriage.core.backtest.splits import Images, load_task
 from zootriage.core.backtest.tables import accuracy_filter, kept
 from zootriage.core.backtest.training import refresh_batch_norm, train_model
 from zootriage.core.glue import analyze
-from zootriage.core.study.probe import ProbeSplit
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from zootriage.core.backtest.config import Study3Config, load_study3_config
+from zootriage.core.backtest.freeze_rule import load_frozen_rule
 from zootriage.core.backtest.study3_analysis import analyze3
-from zootriage.core.backtest.study3_config import Study3Config, load_study3_config
 from zootriage.core.backtest.study3_decision import decide3
 from zootriage.core.backtest.study3_recipes import recipe_parts, study3_recipes
 from zootriage.core.backtest.study3_report import render
-from zootriage.core.backtest.study3_stats import load_frozen_rule
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from zootriage.core.backtest.config import Study3Config, load_study3_config
 from zootriage.core.backtest.recipes import lr_factor
-from zootriage.core.backtest.study3_config import Study3Config, load_study3_config
 from zootriage.core.backtest.study3_recipes import (
     V1,
     V2,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from zootriage.core.backtest.study3_config import Study3Config, load_study3_config
+from zootriage.core.backtest.config import Study3Config, load_study3_config
 from zootriage.core.backtest.study3_recipes import recipe_parts
 from zootriage.core.backtest.study3_run import TIMING_KEYS, projection, run_study3, time_only
 

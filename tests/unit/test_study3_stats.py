@@ -11,16 +11,14 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_ind
 
-from zootriage.core.backtest.freeze_rule import FEATURES, standardise
-from zootriage.core.backtest.study3_stats import (
+from zootriage.core.backtest.freeze_rule import FEATURES, group_probabilities, load_frozen_rule, standardise
+from zootriage.core.backtest.stats import (
     Tally,
     admitted,
     calibration,
     cluster_bootstrap,
     differences,
-    group_probabilities,
     holm_decisions,
-    load_frozen_rule,
     main_effects,
     pick,
     primary_test,

@@ -8,10 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zootriage.core.backtest.splits import _disjoint, _in_classes
-from zootriage.core.backtest.study3_config import Study3Config, load_study3_config
-from zootriage.core.backtest.study3_tasks import load_study3_task
-from zootriage.core.study.datasets import _arrays
+from zootriage.core.backtest.config import Study3Config, load_study3_config
+from zootriage.core.backtest.splits import _arrays, _disjoint, _in_classes, load_study3_task
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 

@@ -58,10 +58,9 @@ def study2(
 ) -> None:
     """The pre-registered back-test: does ID geometry predict class-level transfer?"""
     from zootriage.core.backtest.config import load_config
-    from zootriage.core.backtest.report import write_report
-    from zootriage.core.backtest.results import build_results
     from zootriage.core.backtest.run import run_study
     from zootriage.core.backtest.run import time_only as time_grid
+    from zootriage.core.backtest.study2_report import build_results, write_report2
 
     err = Console(stderr=True)
     try:
@@ -81,7 +80,7 @@ def study2(
             return
         results = build_results(run, cfg, plan_commit=plan_commit())
         folder = report_dir or state / f"report-{dt.date.today().isoformat()}"
-        write_report(
+        write_report2(
             results, folder, title=f"Pre-registered back-test '{cfg.name}' ({dt.date.today().isoformat()})"
         )
     except ValueError as exc:

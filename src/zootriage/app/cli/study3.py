@@ -54,7 +54,7 @@ def study3(
     frozen_rule: Annotated[Path, typer.Option(help="the registered frozen rule")] = FROZEN,
 ) -> None:
     """The confirmatory study: does any marker beat ID accuracy, and the recipe?"""
-    from zootriage.core.backtest.study3_config import load_study3_config
+    from zootriage.core.backtest.config import Study3Config, load_config
     from zootriage.core.backtest.study3_report import build_results3, write_report3
     from zootriage.core.backtest.study3_run import run_study3
     from zootriage.core.backtest.study3_run import time_only as time_grid
@@ -63,7 +63,7 @@ def study3(
     try:
         if threads < 1:
             raise ValueError(f"--threads must be >= 1, got {threads}")
-        cfg = load_study3_config(config)
+        cfg = load_config(config, Study3Config)
         if time_only:
             typer.echo(
                 json.dumps(time_grid(cfg, device=device, threads=threads, progress=err.print), indent=1)

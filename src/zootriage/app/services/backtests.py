@@ -6,8 +6,9 @@ carried by some run (422 ``unknown_marker``). Then, by default, the pre-register
 (``core.backtest.on_runs``, docs/study/PLAN.md): runs of one architecture sharing the value of the tag
 ``recipe_tag`` are the seeds of one recipe; ρ̄ with its recipe-bootstrap interval and permutation p,
 and each rule's pairwise accuracy over noise-eligible recipe pairs with Δ against the ID-accuracy rule.
-``method="first-study"`` keeps the first study's statistics (``core.study.stats.backtest``: Pearson and
-Spearman pooled and per architecture, per-model pairwise win rates), the answer before ``method``.
+``method="first-study"`` keeps the first study's statistics (``core.backtest.first_method.backtest``:
+Pearson and Spearman pooled and per architecture, per-model pairwise win rates), the answer before
+``method``.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from sqlalchemy.orm import Session
 from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
 from zootriage.app.services.errors import ServiceError
+from zootriage.core.backtest.first_method import Record, backtest
 from zootriage.core.backtest.on_runs import RunOutcome, analyse
 from zootriage.core.evidence import RuleEvidence, evidence_for, load_evidence
-from zootriage.core.study.stats import Record, backtest
 
 SHOWN_MISSING = 10
 

@@ -28,7 +28,7 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ FEATURES: tuple[tuple[str, str, str], ...] = (
 )
 RIDGE = 1.0
 FROZEN_PATH = "docs/study/plan3_frozen_rule.json"
+FROZEN_SHA256 = "167c76d0fdafc2183947c57de5550a9109dc03ade004ac6a04d40fc840d517e0"
 MAX_NEWTON = 100
 TOLERANCE = 1e-10
 
@@ -177,6 +178,34 @@ def freeze(results: dict[str, Any], source: str, digest: str) -> dict[str, Any]:
         },
         "command": f"python -m zootriage.core.backtest.freeze_rule {source} --out {FROZEN_PATH}",
     }
+
+
+def load_frozen_rule(path: Path | str) -> dict[str, Any]:
+    """The frozen rule, refused unless its bytes are the registered ones (the plan's sha256) and
+    its features are the ones this module fits."""
+    raw = Path(path).read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != FROZEN_SHA256:
+        raise ValueError(f"{path} is not the registered frozen rule (sha256 {digest})")
+    rule = json.loads(raw)
+    names = [f["name"] for f in rule["features"]]
+    if names != [name for name, _, _ in FEATURES] or set(rule["coefficients"]) != set(names):
+        raise ValueError(f"{path}: features {names} are not the frozen rule's")
+    return dict(rule)
+
+
+def frozen_beta(rule: Mapping[str, Any]) -> np.ndarray:
+    return np.array([float(rule["coefficients"][name]) for name, _, _ in FEATURES])
+
+
+def group_probabilities(rule: Mapping[str, Any], features: np.ndarray) -> np.ndarray:
+    """P(i beats j) for every pair of one architecture × task group's recipes: ``features`` is
+    (recipes, 4) in the rule's order (log already taken), z-scored within the group as when fitted."""
+    z = standardise(np.asarray(features, dtype=np.float64))
+    beta = frozen_beta(rule)
+    return np.array(
+        [[float(win_probability(beta, z[i], z[j])) for j in range(len(z))] for i in range(len(z))]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,8 @@
-"""What the study measures on one model: accuracies, collapse diagnostics, every marker, outcomes.
+"""What the studies measure on one model: accuracies, collapse diagnostics, every marker, outcomes.
+
+One record for both studies (:func:`measured`); each brings its GLUE settings and its outcomes:
+study 2 the full probe (``probe``, primary) and the few-shot NCM probes; study 3 (docs/study/PLAN-3.md,
+"Markers and rules scored") ``probe20`` (primary), the full probe at the same C and the NCM probes.
 
 Geometry: one GLUE analysis per centring (one_vs_rest dichotomies, the task's points per class, the
 study's n_t and repeats); every registered geometry marker is read from it through the registry, and
@@ -16,18 +20,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from zootriage.core.backtest.config import StudyConfig, TaskName
+from zootriage.core.backtest.config import Study3Config, StudyConfig, TaskName
 from zootriage.core.backtest.nets import Classifier, features_and_logits
-from zootriage.core.backtest.probes import few_shot_accuracy, linear_probe
+from zootriage.core.backtest.probes import ProbeSplit, few_shot_accuracy, few_shot_probe, linear_probe
 from zootriage.core.backtest.splits import TaskData
 from zootriage.core.glue import GlueResult, analyze
 from zootriage.core.markers import compute_markers, list_markers
 from zootriage.core.markers.registry import MarkerUndefined
-from zootriage.core.study.probe import ProbeSplit
 
 ACTIVE = 1e-6
 REGIME_FIELDS = ("degenerate", "separable_fraction", "saturated_fraction")
 PRIMARY = "probe"
+FULL = PRIMARY  # the full probe: study 3's secondary outcome
+PRIMARY3 = "probe20"  # study 3's primary outcome
 
 
 def fewshot_name(shots: int) -> str:
@@ -54,9 +59,14 @@ def regime(glue: GlueResult) -> dict[str, Any]:
 
 
 def geometry(
-    features: np.ndarray, labels: np.ndarray, task: TaskName, config: StudyConfig, device: torch.device
+    features: np.ndarray,
+    labels: np.ndarray,
+    points_per_class: int,
+    config: StudyConfig | Study3Config,
+    device: torch.device,
 ) -> dict[str, dict[str, Any]]:
-    """``{centring: {"markers": {name: value | None}, "regime": {...}}}`` for every centring."""
+    """``{centring: {"markers": {name: value | None}, "regime": {...}}}`` for every centring of the
+    study's GLUE settings, with the task's points per class."""
     out: dict[str, dict[str, Any]] = {}
     for centering in config.markers.centerings:
         glue = analyze(
@@ -66,7 +76,7 @@ def geometry(
             seed=config.seed,
             centering=centering,
             dichotomy="one_vs_rest",
-            points_per_class=config.task(task).points_per_class,
+            points_per_class=points_per_class,
             repeats=config.markers.repeats,
             device=device,
         )
@@ -111,8 +121,10 @@ def measure(
     """Accuracies, and unless the model diverged (train accuracy < 50 % or non-finite features),
     its collapse diagnostics, markers and outcomes."""
     return measured(
-        model, data, device,
-        lambda x, y: geometry(x, y, task, config, device),
+        model,
+        data,
+        device,
+        lambda x, y: geometry(x, y, config.task(task).points_per_class, config, device),
         lambda split: outcomes(split, c, config, device),
     )
 
@@ -145,3 +157,33 @@ def measured(
     )
     record["numerical_rank"] = record["markers"].get("numerical_rank")
     return record
+
+
+def outcomes3(split: ProbeSplit, c: float, config: Study3Config, device: torch.device) -> dict[str, float]:
+    """``probe20`` at the task's C, the full probe at the same C, and the few-shot NCM probes."""
+    out = {
+        PRIMARY3: few_shot_probe(split, c, config.probe.shots, config.probe.draws, device),
+        FULL: linear_probe(split, c, device),
+    }
+    for shots in config.probe.fewshot:
+        out[fewshot_name(shots)] = few_shot_accuracy(split, shots, config.probe.episodes, config.seed, device)
+    return out
+
+
+def measure3(
+    model: Classifier,
+    data: TaskData,
+    points_per_class: int,
+    config: Study3Config,
+    c: float,
+    device: torch.device,
+) -> dict[str, Any]:
+    """Accuracies, and unless the model diverged (train accuracy < 50 % or non-finite features),
+    its diagnostics, markers and outcomes (:func:`measured`)."""
+    return measured(
+        model,
+        data,
+        device,
+        lambda x, y: geometry(x, y, points_per_class, config, device),
+        lambda split: outcomes3(split, c, config, device),
+    )

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from zootriage.core.backtest.decision import PAPER_H4
-from zootriage.core.backtest.report import _ci, _n, _table
+from zootriage.core.backtest.report import interval as _ci
+from zootriage.core.backtest.report import num as _n
+from zootriage.core.backtest.report import table as _table
 from zootriage.core.backtest.stats import mc_standard_error
 
 RULE_NAMES = {

@@ -1,4 +1,7 @@
-"""Run the study: per task, the random-init floor and the probe's C, then every model of the grid.
+"""Run a study: per task, the random-init floor and the probe's C, then every model of the zoo.
+
+One runner for both studies (:func:`run_zoo`, the shard loop); each study is a :class:`Zoo` (study 2:
+:func:`run_study` here; study 3: ``core.backtest.study3_run.run_study3``).
 
 Resumable at two levels: a model interrupted mid-training resumes from its last per-epoch checkpoint
 (``checkpoints/<name>.pt``), and a finished model's record (``models/<name>.json``) is written
@@ -14,9 +17,10 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -25,8 +29,8 @@ from threadpoolctl import threadpool_limits
 
 from zootriage.core.backtest.config import StudyConfig, TaskName
 from zootriage.core.backtest.measure import measure, outcomes, probe_split
-from zootriage.core.backtest.nets import build
-from zootriage.core.backtest.probes import choose_task_c, task_c_scores
+from zootriage.core.backtest.nets import Classifier, build
+from zootriage.core.backtest.probes import ProbeSplit, choose_task_c, task_c_scores
 from zootriage.core.backtest.recipes import ModelSpec, floor_specs, model_specs, zoo_recipes
 from zootriage.core.backtest.splits import TaskData, load_task
 from zootriage.core.backtest.training import train_model
@@ -59,36 +63,66 @@ def check_state(config: BaseModel, out: Path) -> None:
     write_json(saved, current)
 
 
+class Spec(Protocol):
+    """A model of a study's zoo (study 2's :class:`ModelSpec`, study 3's ``Study3Spec``)."""
+
+    @property
+    def task(self) -> str: ...
+    @property
+    def arch(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+
+
+Builder = Callable[[str, int, int], Classifier]
+ChooseC = Callable[[list[ProbeSplit]], tuple[float, dict[float, float]]]
+
+
+def probe_state(
+    path: Path,
+    task: str,
+    floors: Sequence[Spec],
+    data: TaskData,
+    device: torch.device,
+    *,
+    builder: Builder,
+    choose: ChooseC,
+    outcomes_of: Callable[[ProbeSplit, float], dict[str, float]],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A task's probe C and random-init floors (``probe/<task>.json``), computed on the untrained
+    ``floors`` models only (``choose`` picks C from their probe splits) and written before any of the
+    task's models is measured; read back when already there."""
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    splits = [probe_split(builder(s.arch, data.n_classes, s.seed), data, device) for s in floors]
+    c, scores = choose(splits)
+    records = [
+        {"name": s.name, "task": task, "arch": s.arch, "seed": s.seed, "outcomes": outcomes_of(split, c)}
+        for s, split in zip(floors, splits, strict=True)
+    ]
+    state = {"c": c, "validation_accuracy": {str(k): v for k, v in scores.items()}, "floors": records}
+    state.update(extra or {})
+    write_json(path, state)
+    return state
+
+
 def _probe_state(
     task: TaskName, data: TaskData, config: StudyConfig, out: Path, device: torch.device
 ) -> dict[str, Any]:
-    path = out / "probe" / f"{task}.json"
-    if path.exists():
-        return dict(json.loads(path.read_text()))
-    specs = [s for s in floor_specs(config) if s.task == task]
-    splits = [probe_split(build(s.arch, data.n_classes, s.seed), data, device) for s in specs]
-    scores = task_c_scores(
-        splits, config.probe.c_grid, val_fraction=config.probe.val_fraction, seed=config.seed, device=device
-    )
-    c = choose_task_c(scores)
-    floors = [
-        {
-            "name": s.name,
-            "task": task,
-            "arch": s.arch,
-            "seed": s.seed,
-            "outcomes": outcomes(split, c, config, device),
-        }
-        for s, split in zip(specs, splits, strict=True)
-    ]
-    state = {
-        "c": c,
-        "validation_accuracy": {str(k): v for k, v in scores.items()},
-        "floors": floors,
-        "n_scored": int(data.probe_score.size),
-    }
-    write_json(path, state)
-    return state
+    def choose(splits: list[ProbeSplit]) -> tuple[float, dict[float, float]]:
+        p = config.probe
+        scores = task_c_scores(splits, p.c_grid, val_fraction=p.val_fraction, seed=config.seed, device=device)
+        return choose_task_c(scores), scores
+
+    return probe_state(
+        out / "probe" / f"{task}.json", task, [s for s in floor_specs(config) if s.task == task], data,
+        device, builder=build, choose=choose,
+        outcomes_of=lambda split, c: outcomes(split, c, config, device),
+        extra={"n_scored": int(data.probe_score.size)},
+    )  # fmt: skip
 
 
 def _record(
@@ -100,6 +134,7 @@ def _record(
     device: torch.device,
     say: Progress,
 ) -> dict[str, Any]:
+    """One model's record (``models/<name>.json``): trained (or resumed) and measured."""
     trained = train_model(
         spec,
         data.train,
@@ -133,6 +168,71 @@ def limit_threads(device: torch.device, threads: int) -> threadpool_limits | Non
     return threadpool_limits(threads)
 
 
+@dataclass(frozen=True)
+class Zoo:
+    """What a study brings to the shared runner (:func:`run_zoo`): its config (recorded as
+    ``config.json``), its tasks, how a task's images are drawn, its trained models in shard order, a
+    task's probe state (:func:`probe_state`) and a model's record."""
+
+    config: BaseModel
+    tasks: Sequence[str]
+    load: Callable[[str], TaskData]
+    specs: Sequence[Spec]
+    probe: Callable[[str, TaskData, Path, torch.device], dict[str, Any]]
+    record: Callable[[Any, TaskData, float, Path, torch.device, Progress], dict[str, Any]]
+
+
+def run_zoo(
+    zoo: Zoo,
+    out: Path,
+    *,
+    device: str | torch.device | None,
+    threads: int,
+    progress: Progress | None,
+    after_model: Callable[[str], None] | None,
+    shard: tuple[int, int] | None,
+) -> dict[str, Any] | None:
+    """Train and measure every model of ``zoo`` not already done under ``out``: the shard loop.
+
+    Returns ``{"models", "floors", "probe", "splits", "states"}`` (``states``: each task's probe state).
+    ``after_model(name)`` is called after each newly written record (tests use it to interrupt a
+    run). With ``shard=(k, n)`` only the models whose position in ``zoo.specs`` is k − 1 modulo n are
+    trained, and None is returned: n processes with k = 1 … n share one ``out`` (each record is
+    written atomically, and the probe state, computed the same way by each, too); a run without a
+    shard then gathers every record.
+    """
+    if shard is not None and not 1 <= shard[0] <= shard[1]:
+        raise ValueError(f"shard must be k/n with 1 <= k <= n, got {shard[0]}/{shard[1]}")
+    dev = resolve_device(device)
+    limits = limit_threads(dev, threads)
+    say = progress or (lambda _: None)
+    try:
+        check_state(zoo.config, out)
+        models, floors, probe, splits, states = [], [], {}, {}, {}
+        for task in zoo.tasks:
+            data = zoo.load(task)
+            splits[task] = data.splits_record()
+            state = states[task] = zoo.probe(task, data, out, dev)
+            probe[task] = {"c": state["c"], "validation_accuracy": state["validation_accuracy"]}
+            floors += state["floors"]
+            for index, spec in enumerate(zoo.specs):
+                if spec.task != task or (shard is not None and index % shard[1] != shard[0] - 1):
+                    continue
+                path = out / "models" / f"{spec.name}.json"
+                if not path.exists():
+                    say(f"[{index + 1}/{len(zoo.specs)}] {spec.name}")
+                    write_json(path, zoo.record(spec, data, state["c"], out, dev, say))
+                    if after_model is not None:
+                        after_model(spec.name)
+                models.append(json.loads(path.read_text()))
+        if shard is not None:
+            return None
+        return {"models": models, "floors": floors, "probe": probe, "splits": splits, "states": states}
+    finally:
+        if limits is not None:
+            limits.restore_original_limits()
+
+
 def run_study(
     config: StudyConfig,
     out: Path,
@@ -143,60 +243,28 @@ def run_study(
     after_model: Callable[[str], None] | None = None,
     shard: tuple[int, int] | None = None,
 ) -> dict[str, Any] | None:
-    """Train and measure every model not already done under ``out``.
-
-    Returns ``{"models", "floors", "probe", "splits", "n_scored"}``. ``after_model(name)`` is called
-    after each newly written record (tests use it to interrupt a run). With ``shard=(k, n)`` only the
-    models whose position in :func:`model_specs` is k − 1 modulo n are trained, and None is returned:
-    n processes with k = 1 … n share one ``out`` (each record is written atomically, and the probe
-    state, computed the same way by each, too); a run without a shard then gathers every record.
-    """
-    if shard is not None and not 1 <= shard[0] <= shard[1]:
-        raise ValueError(f"shard must be k/n with 1 <= k <= n, got {shard[0]}/{shard[1]}")
-    dev = resolve_device(device)
-    limits = limit_threads(dev, threads)
-    try:
-        return _run(config, out, dev, progress or (lambda _: None), after_model, shard)
-    finally:
-        if limits is not None:
-            limits.restore_original_limits()
-
-
-def _run(
-    config: StudyConfig,
-    out: Path,
-    dev: torch.device,
-    say: Progress,
-    after_model: Callable[[str], None] | None,
-    shard: tuple[int, int] | None,
-) -> dict[str, Any] | None:
-    check_state(config, out)
-    specs = model_specs(config)
-    models, floors, probe, splits, n_scored = [], [], {}, {}, {}
-    done = 0
-    for task in TASKS:
-        data = load_task(task, config)
-        splits[task] = data.splits_record()
-        state = _probe_state(task, data, config, out, dev)
-        probe[task] = {"c": state["c"], "validation_accuracy": state["validation_accuracy"]}
-        floors += state["floors"]
-        n_scored[task] = state["n_scored"]
-        for index, spec in enumerate(specs):
-            if spec.task != task:
-                continue
-            done += 1
-            path = out / "models" / f"{spec.name}.json"
-            if shard is not None and index % shard[1] != shard[0] - 1:
-                continue
-            if not path.exists():
-                say(f"[{done}/{len(specs)}] {spec.name}")
-                write_json(path, _record(spec, data, config, state["c"], out, dev, say))
-                if after_model is not None:
-                    after_model(spec.name)
-            models.append(json.loads(path.read_text()))
-    if shard is not None:
+    """Study 2 through :func:`run_zoo`: ``{"models", "floors", "probe", "splits", "n_scored"}``, or
+    None for a shard."""
+    zoo = Zoo(
+        config, TASKS, lambda task: load_task(cast(TaskName, task), config), model_specs(config),
+        lambda task, data, out_, dev: _probe_state(cast(TaskName, task), data, config, out_, dev),
+        lambda spec, data, c, out_, dev, say: _record(spec, data, config, c, out_, dev, say),
+    )  # fmt: skip
+    run = run_zoo(zoo, out, device=device, threads=threads, progress=progress, after_model=after_model,
+                  shard=shard)  # fmt: skip
+    if run is None:
         return None
-    return {"models": models, "floors": floors, "probe": probe, "splits": splits, "n_scored": n_scored}
+    states = run.pop("states")
+    return {**run, "n_scored": {task: state["n_scored"] for task, state in states.items()}}
+
+
+def epoch_seconds(spec: ModelSpec, data: TaskData, device: torch.device, builder: Builder = build) -> float:
+    """Wall seconds of one training epoch of ``spec`` (the cost checks); the weights are thrown away."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        checkpoint = Path(tmp) / f"{spec.name}.pt"
+        train_model(spec, data.train, data.n_classes, checkpoint, device, max_epochs=1, builder=builder)
+        return time.perf_counter() - start
 
 
 def time_only(
@@ -216,21 +284,15 @@ def time_only(
     recipe = zoo_recipes(config)[0]
     per_image: dict[str, float] = {}
     sizes: dict[str, int] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for task in TASKS:
-            data = load_task(task, config)
-            sizes[task] = len(data.train.y)
-            for arch in config.task(task).archs:
-                if arch in per_image:
-                    continue
-                spec = ModelSpec(task, arch, recipe, config.seeds[0], "zoo")
-                start = time.perf_counter()
-                train_model(
-                    spec, data.train, data.n_classes, Path(tmp) / f"{spec.name}.pt", dev, max_epochs=1
-                )
-                seconds = time.perf_counter() - start
-                per_image[arch] = seconds / sizes[task]
-                say(f"{arch}: {seconds:.1f} s for one epoch of {sizes[task]} images (task {task})")
+    for task in TASKS:
+        data = load_task(task, config)
+        sizes[task] = len(data.train.y)
+        for arch in config.task(task).archs:
+            if arch in per_image:
+                continue
+            seconds = epoch_seconds(ModelSpec(task, arch, recipe, config.seeds[0], "zoo"), data, dev)
+            per_image[arch] = seconds / sizes[task]
+            say(f"{arch}: {seconds:.1f} s for one epoch of {sizes[task]} images (task {task})")
     if limits is not None:
         limits.restore_original_limits()
     total = sum(

@@ -1,4 +1,8 @@
-"""The pre-registered statistics (docs/study/PLAN.md, "Statistics"), as pure functions over arrays.
+"""The studies' statistics, as pure functions over arrays: study 2's (docs/study/PLAN.md, "Statistics"),
+study 3's (docs/study/PLAN-3.md, "Primary tests", "The random-init floor", "The frozen rule") and the
+first study's per-model correlations (:mod:`core.backtest.first_method`).
+
+Study 2.
 
 Recipe-level data of one analysis are a list of *groups* (one per architecture), each an (n_g, k)
 array whose rows are recipes; columns are named by the caller. Resampling is over recipes, never
@@ -20,15 +24,44 @@ models: a recipe's seeds are not independent evidence.
 
 ``scipy.stats.permutation_test`` and ``scipy.stats.bootstrap`` do not stratify, so the resampling is
 done here with numpy; Spearman ρ of a resample is the Pearson r of its average ranks, as in scipy.
+
+Study 3.
+
+- A pick of a rule on a pair (a, b) with rule values v and mean outcomes y: the recipe with the higher
+  v; an exact tie is *undecided* (not correct, reported apart from wrong). It is correct when the
+  picked recipe's mean outcome is higher.
+- d_a = (correct picks of the rule − correct picks of the baseline) / eligible pairs, per architecture
+  a, pooled over both tasks; the test is the exact one-sided sign flip of mean_a d_a over
+  architectures (:func:`sign_flip`), minimum attainable p = 2^−n. With fewer than ``min_archs``
+  architectures the test is *not assessable* and enters Holm with p = 1.
+- Admission of a recipe: mean gain over its architecture's floor ≥ ``gain`` and a one-sided Welch t
+  test (recipe seeds vs floor models) p < ``p_max``; when both variances are 0 the gain alone decides.
+- Architecture-cluster bootstrap: architectures resampled with replacement (``default_rng(0)``), the
+  resampled architectures' pair counts pooled; 95 % percentile interval.
+- The frozen rule's calibration: p̂ = max(P, 1 − P) oriented to the predicted winner; Brier =
+  mean (p̂ − won)²; ECE over 5 equal-width bins of [0.5, 1] = Σ_b (n_b/N) |mean p̂_b − win rate_b|.
+
+The first study (per model, pooled).
+
+- Pearson r = Σ(x−x̄)(y−ȳ) / sqrt(Σ(x−x̄)² Σ(y−ȳ)²) (``scipy.stats.pearsonr``); Spearman ρ is the one
+  :func:`spearman` above.
+- Bootstrap 95 % intervals: resample the (x, y) pairs with replacement B times, recompute the
+  coefficient, take the 2.5 % and 97.5 % percentiles (resamples where x or y is constant are dropped).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
-from scipy.stats import beta, rankdata, spearmanr
+from numpy.typing import ArrayLike
+from scipy import stats as scipy_stats
+from scipy.stats import beta, rankdata, spearmanr, ttest_ind
+from scipy.stats import f as f_dist
 
 Groups = Sequence[np.ndarray]
 Seed = int | Sequence[int]  # anything np.random.default_rng takes: an int or a list (seed, batch)
@@ -37,11 +70,13 @@ NOISE_Z = 1.96
 PERM_CHUNK = 200_000
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman ρ, ``None`` for fewer than 2 points or a constant input."""
-    if x.size < MIN_RECIPES or np.ptp(x) == 0 or np.ptp(y) == 0:
+def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
+    """Spearman ρ (``scipy.stats.spearmanr``: Pearson r of average ranks), ``None`` for fewer than 2
+    points or a constant input."""
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if a.size < MIN_RECIPES or np.ptp(a) == 0 or np.ptp(b) == 0:
         return None
-    return float(spearmanr(x, y).statistic)
+    return float(spearmanr(a, b).statistic)
 
 
 def _rank_rho_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -284,3 +319,235 @@ def sign_flip(values: Sequence[float]) -> SignFlip:
         p_two_sided=float(np.mean(np.abs(means) >= abs(observed) - tol)),
         patterns=2**n,
     )
+
+
+# Study 3 (docs/study/PLAN-3.md)
+
+Pick = Literal["correct", "wrong", "undecided"]
+BIN_EDGES = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def pick(value_a: float | None, value_b: float | None, y_a: float, y_b: float) -> Pick:
+    """The outcome of "pick the higher value" on one pair (``None`` = the rule cannot decide)."""
+    if value_a is None or value_b is None or value_a == value_b:
+        return "undecided"
+    return "correct" if (value_a > value_b) == (y_a > y_b) else "wrong"
+
+
+@dataclass(frozen=True)
+class Tally:
+    correct: int = 0
+    wrong: int = 0
+    undecided: int = 0
+
+    @property
+    def pairs(self) -> int:
+        return self.correct + self.wrong + self.undecided
+
+    def add(self, outcome: Pick) -> Tally:
+        return Tally(
+            self.correct + (outcome == "correct"),
+            self.wrong + (outcome == "wrong"),
+            self.undecided + (outcome == "undecided"),
+        )
+
+    def accuracy(self) -> float | None:
+        return self.correct / self.pairs if self.pairs else None
+
+
+def differences(rule: Mapping[str, Tally], baseline: Mapping[str, Tally]) -> dict[str, float]:
+    """d_a per architecture with at least one eligible pair (the two tallies share the pairs)."""
+    out = {}
+    for arch in sorted(rule):
+        if rule[arch].pairs != baseline[arch].pairs:
+            raise ValueError(f"{arch}: rule and baseline were scored on different pairs")
+        if rule[arch].pairs:
+            out[arch] = (rule[arch].correct - baseline[arch].correct) / rule[arch].pairs
+    return out
+
+
+def primary_test(d: Mapping[str, float], min_archs: int) -> dict[str, Any]:
+    """The exact one-sided sign flip over architectures; ``p_for_holm`` is 1 when not assessable."""
+    n = len(d)
+    base: dict[str, Any] = {"n_archs": n, "d": dict(d), "min_p": 2.0**-n if n else None}
+    if n < min_archs or n == 0:
+        mean = float(np.mean(list(d.values()))) if d else None
+        return {**base, "mean": mean, "p": None, "assessable": False, "p_for_holm": 1.0}
+    flip = sign_flip(list(d.values()))
+    return {**base, "mean": flip.mean, "p": flip.p_greater, "assessable": True, "p_for_holm": flip.p_greater}
+
+
+def holm_decisions(tests: Mapping[str, Mapping[str, Any]], alpha: float) -> dict[str, dict[str, Any]]:
+    """Holm's adjusted p̃ over exactly ``tests`` and each test's verdict (p̃ ≤ α)."""
+    adjusted = holm({name: float(t["p_for_holm"]) for name, t in tests.items()})
+    return {name: {"p_holm": adjusted[name], "significant": adjusted[name] <= alpha} for name in tests}
+
+
+def admitted(recipe: Sequence[float], floor: Sequence[float], gain: float, p_max: float) -> dict[str, Any]:
+    """The admission test of one recipe against its architecture × task floor."""
+    r, f = np.asarray(recipe, dtype=np.float64), np.asarray(floor, dtype=np.float64)
+    delta = float(r.mean() - f.mean())
+    if np.ptp(r) == 0 and np.ptp(f) == 0:
+        return {"gain": delta, "p": None, "admitted": delta >= gain}
+    p = float(ttest_ind(r, f, equal_var=False, alternative="greater").pvalue)
+    if not np.isfinite(p):  # fewer than 2 values on a side: Welch's test is undefined, nothing admitted
+        return {"gain": delta, "p": None, "admitted": False}
+    return {"gain": delta, "p": p, "admitted": bool(delta >= gain and p < p_max)}
+
+
+def cluster_bootstrap(
+    counts: Mapping[str, tuple[int, int]], n_boot: int, seed: int = 0
+) -> tuple[float, float] | None:
+    """95 % interval of pooled correct / pairs, resampling architectures with replacement."""
+    archs = sorted(a for a, (_, n) in counts.items() if n > 0)
+    if not archs:
+        return None
+    c = np.array([counts[a][0] for a in archs], dtype=np.float64)
+    n = np.array([counts[a][1] for a in archs], dtype=np.float64)
+    idx = np.random.default_rng(seed).integers(len(archs), size=(n_boot, len(archs)))
+    return percentile_ci(c[idx].sum(axis=1) / n[idx].sum(axis=1))
+
+
+def calibration(p_hat: np.ndarray, won: np.ndarray) -> dict[str, Any]:
+    """Brier, ECE and the reliability bins of predictions oriented to the predicted winner."""
+    p, w = np.asarray(p_hat, dtype=np.float64), np.asarray(won, dtype=np.float64)
+    if p.size == 0:
+        raise ValueError("no pairs to calibrate on")
+    if p.min() < 0.5 or p.max() > 1:
+        raise ValueError("oriented probabilities must lie in [0.5, 1]")
+    which = np.minimum(np.searchsorted(BIN_EDGES, p, side="right") - 1, len(BIN_EDGES) - 2)
+    bins, ece = [], 0.0
+    for b in range(len(BIN_EDGES) - 1):
+        sel = which == b
+        if not sel.any():
+            bins.append(
+                {"lo": BIN_EDGES[b], "hi": BIN_EDGES[b + 1], "n": 0, "mean_p": None, "win_rate": None}
+            )
+            continue
+        mean_p, rate = float(p[sel].mean()), float(w[sel].mean())
+        ece += sel.sum() / p.size * abs(mean_p - rate)
+        bins.append(
+            {
+                "lo": BIN_EDGES[b],
+                "hi": BIN_EDGES[b + 1],
+                "n": int(sel.sum()),
+                "mean_p": mean_p,
+                "win_rate": rate,
+            }
+        )
+    return {"brier": float(np.mean((p - w) ** 2)), "ece": float(ece), "bins": bins}
+
+
+def main_effects(
+    y: np.ndarray, blocks: Sequence[str], design: np.ndarray, names: Sequence[str]
+) -> dict[str, Any]:
+    """Secondary: the recipe factors' main effects on recipe means, blocked by architecture.
+
+    The additive model y = block + Σ_f β_f x_f (x_f ∈ {0, 1}) is fitted by least squares; each
+    factor's effect is β_f (mean change when it is on) and its F test compares the full model with
+    the model without that factor: F = ΔSS / (SS_res / df_res), df (1, df_res)."""
+    y = np.asarray(y, dtype=np.float64)
+    levels = sorted(set(blocks))
+    dummies = np.array([[b == level for level in levels] for b in blocks], dtype=np.float64)
+    full = np.hstack([dummies, np.asarray(design, dtype=np.float64)])
+    df_res = len(y) - np.linalg.matrix_rank(full)
+    if df_res < 1:
+        raise ValueError("too few recipe means for the main-effects model")
+
+    def rss(x: np.ndarray) -> tuple[float, np.ndarray]:
+        coef = np.linalg.lstsq(x, y, rcond=None)[0]
+        return float(np.sum((y - x @ coef) ** 2)), coef
+
+    ss_full, coef = rss(full)
+    out: dict[str, Any] = {"df_residual": int(df_res)}
+    for k, name in enumerate(names):
+        ss_reduced, _ = rss(np.delete(full, len(levels) + k, axis=1))
+        f_stat = (ss_reduced - ss_full) / (ss_full / df_res) if ss_full > 0 else float("inf")
+        out[name] = {
+            "effect": float(coef[len(levels) + k]),
+            "F": float(f_stat),
+            "p": float(f_dist.sf(f_stat, 1, df_res)),
+        }
+    return out
+
+
+# The first study (per model, pooled; :mod:`core.backtest.first_method`)
+
+MIN_MODELS = 3
+_CONSTANT_WARNINGS = (scipy_stats.ConstantInputWarning, scipy_stats.NearConstantInputWarning)
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """Pearson r and Spearman ρ of one marker against the outcome, with bootstrap 95% intervals.
+
+    Coefficients are ``None`` when undefined (fewer than ``MIN_MODELS`` models, or a constant input).
+    """
+
+    n: int
+    pearson: float | None
+    pearson_ci: tuple[float, float] | None
+    spearman: float | None
+    spearman_ci: tuple[float, float] | None
+
+
+def _as_vectors(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"x and y must be 1-d and of equal length, got shapes {a.shape} and {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("x and y must be finite")
+    return a, b
+
+
+def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise Pearson r of (B, n) arrays (``scipy.stats.pearsonr`` along the last axis); NaN where
+    a row of either is constant. Rows are first divided by their largest magnitude (r is
+    scale-invariant), so that no sum of squares overflows."""
+    tiny = np.finfo(np.float64).tiny
+    a = a / np.maximum(np.abs(a).max(axis=-1, keepdims=True), tiny)
+    b = b / np.maximum(np.abs(b).max(axis=-1, keepdims=True), tiny)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _CONSTANT_WARNINGS)
+        return np.asarray(scipy_stats.pearsonr(a, b, axis=-1).statistic, dtype=np.float64)
+
+
+def _defined(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
+    """Pearson r (``scipy.stats.pearsonr``); ``None`` for fewer than two points or a constant input."""
+    a, b = _as_vectors(x, y)
+    if a.size < 2:
+        return None
+    return _defined(float(_pearson_rows(a, b)))
+
+
+def _finite_ci(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    return percentile_ci(values[~np.isnan(values)], level)
+
+
+def correlate(
+    x: ArrayLike, y: ArrayLike, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> Correlation:
+    """Pearson and Spearman coefficients of ``x`` against ``y`` with percentile-bootstrap intervals.
+
+    The resampling is ours rather than ``scipy.stats.bootstrap``'s: with a handful of models a resample
+    of constant x or y is common, and scipy's percentile interval is NaN as soon as one resample's
+    coefficient is; here such resamples are dropped. Each resample's coefficient is scipy's.
+    """
+    a, b = _as_vectors(x, y)
+    if n_boot < 1 or not 0 < level < 1:
+        raise ValueError(f"need n_boot >= 1 and 0 < level < 1, got {n_boot} and {level}")
+    n = a.size
+    if n < MIN_MODELS:
+        return Correlation(n, None, None, None, None)
+    r, rho = pearson(a, b), spearman(a, b)
+    idx = np.random.default_rng(seed).integers(n, size=(n_boot, n))
+    ra, rb = a[idx], b[idx]
+    r_ci = _finite_ci(_pearson_rows(ra, rb), level) if r is not None else None
+    rho_ci = None
+    if rho is not None:
+        rho_ci = _finite_ci(_pearson_rows(rankdata(ra, axis=1), rankdata(rb, axis=1)), level)
+    return Correlation(n, r, r_ci, rho, rho_ci)

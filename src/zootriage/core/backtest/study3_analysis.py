@@ -4,7 +4,7 @@
    the primary analysis, and a task with more than ``degenerate_max_fraction`` of them contributes no
    pairs; recipes with fewer than 2 kept seeds dropped (:func:`core.backtest.tables.kept`,
    :func:`core.backtest.tables.recipe_rows`).
-2. Admission of each recipe against its architecture × task floor (:func:`study3_stats.admitted`); an
+2. Admission of each recipe against its architecture × task floor (:func:`core.backtest.stats.admitted`); an
    architecture × task with fewer than 3 admitted recipes contributes no pairs.
 3. Eligible pairs: |Δy| > 1.96 · sqrt(s_a²/k_a + s_b²/k_b) on ``probe20``. Every rule is scored on
    each pair (correct / wrong / undecided), on the pair sets where it applies: all, decoupled (v2-part
@@ -25,23 +25,24 @@ from typing import Any
 
 import numpy as np
 
-from zootriage.core.backtest.freeze_rule import FEATURES
-from zootriage.core.backtest.stats import NOISE_Z, mean_rho, rho_by_group
-from zootriage.core.backtest.study3_measure import PRIMARY
-from zootriage.core.backtest.study3_recipes import V1, V2, factors
-from zootriage.core.backtest.study3_stats import (
+from zootriage.core.backtest.freeze_rule import FEATURES, group_probabilities
+from zootriage.core.backtest.measure import PRIMARY3 as PRIMARY
+from zootriage.core.backtest.stats import (
+    NOISE_Z,
     Pick,
     Tally,
     admitted,
     calibration,
     cluster_bootstrap,
     differences,
-    group_probabilities,
     holm_decisions,
     main_effects,
+    mean_rho,
     pick,
     primary_test,
+    rho_by_group,
 )
+from zootriage.core.backtest.study3_recipes import V1, V2, factors
 from zootriage.core.backtest.tables import ID_ACCURACY, Model, is_degenerate, kept, recipe_rows
 
 CENTERING = "none"
@@ -344,7 +345,7 @@ def spearman_by_task(rows: Mapping[tuple[str, str], dict[str, Any]], tasks: Sequ
 
 def factor_effects(rows: Mapping[tuple[str, str], dict[str, Any]], tasks: Sequence[str]) -> dict[str, Any]:
     """Secondary: per task, the 2×2×2 grid factors' main effects on the kept recipes' mean outcome,
-    blocked by architecture (:func:`study3_stats.main_effects`); None when too few recipes."""
+    blocked by architecture (:func:`core.backtest.stats.main_effects`); None when too few recipes."""
     out: dict[str, Any] = {}
     for task in tasks:
         y, blocks, design = [], [], []

@@ -16,8 +16,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from zootriage.core.backtest.config import Study3Config
 from zootriage.core.backtest.recipes import Recipe
-from zootriage.core.backtest.study3_config import Study3Config
 
 V1 = "v1"
 V2 = "g-a1-l1-e1"

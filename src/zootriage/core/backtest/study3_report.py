@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from zootriage.core.backtest.measure import fewshot_name
-from zootriage.core.backtest.run import write_json
+from zootriage.core.backtest.config import Study3Config
+from zootriage.core.backtest.freeze_rule import load_frozen_rule
+from zootriage.core.backtest.measure import FULL, fewshot_name
+from zootriage.core.backtest.measure import PRIMARY3 as PRIMARY
+from zootriage.core.backtest.report import interval, num, run_record, write_report
 from zootriage.core.backtest.study3_analysis import analyze3
-from zootriage.core.backtest.study3_config import Study3Config
-from zootriage.core.backtest.study3_decision import decide3
-from zootriage.core.backtest.study3_measure import FULL, PRIMARY
-from zootriage.core.backtest.study3_stats import load_frozen_rule
+from zootriage.core.backtest.study3_decision import decide3, rule_inputs
 from zootriage.core.backtest.tables import accuracy_filter, kept
 
 EVIDENCE_VERSION = 3
@@ -55,11 +55,7 @@ def build_results3(
     }
     return {
         "plan_commit": plan_commit,
-        "config": config.model_dump(mode="json"),
-        "splits": run["splits"],
-        "probe": run["probe"],
-        "floors": run["floors"],
-        "models": run["models"],
+        **run_record(run, config),
         "analysis": analysis,
         "decision": decision,
         "secondary": {k: {"accuracy": v["accuracy"], "tests": v["tests"]} for k, v in secondary.items()},
@@ -76,6 +72,7 @@ def build_results3(
             "outcome": "probe20",
             "centering": "none",
             "rules": analysis["accuracy"],
+            "rule_inputs": rule_inputs(analysis, tasks),
             "decision": decision,
         },
         "budget": {
@@ -94,11 +91,11 @@ def secondary_views(config: Study3Config) -> list[tuple[str, str]]:
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+    return num(x, f".{digits}f")
 
 
 def _ci(ci: Any) -> str:
-    return "—" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+    return interval(ci, ".3f")
 
 
 def render(results: Mapping[str, Any], title: str) -> str:
@@ -202,8 +199,5 @@ def render(results: Mapping[str, Any], title: str) -> str:
 
 
 def write_report3(results: Mapping[str, Any], folder: Path, *, title: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(folder / "results.json", results)
-    path = folder / "report.md"
-    path.write_text(render(results, title))
-    return path
+    """``results.json`` and ``report.md`` into ``folder``."""
+    return write_report(results, folder, lambda _: render(results, title))

@@ -1,18 +1,17 @@
 """Run study 3 (docs/study/PLAN-3.md, "Running"): per task, the random-init floor and the probe's C,
 then every model; and the plan's timing-only cost check.
 
-Resumable as the registered study (:mod:`core.backtest.run`): a model interrupted mid-training resumes
-from its per-epoch checkpoint (``checkpoints/<name>.pt``), a finished model's record
-(``models/<name>.json``) is written atomically and a rerun skips it, and a task's C and floors
-(``probe/<task>.json``) are computed on random-init models before any of its models is measured.
-``shard=(k, n)`` trains the models whose position in :func:`study3_recipes.model_specs` is k − 1
-modulo n. Records carry the device and the model's wall and CPU seconds (the budget log).
+Study 3 is a :class:`core.backtest.run.Zoo` run by the studies' one runner (:func:`run_zoo`), so it
+resumes as study 2 does: a model interrupted mid-training resumes from its per-epoch checkpoint
+(``checkpoints/<name>.pt``), a finished model's record (``models/<name>.json``) is written atomically
+and a rerun skips it, and a task's C and floors (``probe/<task>.json``) are computed on random-init
+models before any of its models is measured. ``shard=(k, n)`` trains the models whose position in
+:func:`study3_recipes.model_specs` is k − 1 modulo n. Records carry the device and the model's wall and
+CPU seconds (the budget log).
 """
 
 from __future__ import annotations
 
-import json
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,15 +20,13 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from zootriage.core.backtest.config import TaskName
-from zootriage.core.backtest.measure import probe_split
+from zootriage.core.backtest.config import Study3Config, TaskName, TaskSpec
+from zootriage.core.backtest.measure import PRIMARY3, measure3, outcomes3
+from zootriage.core.backtest.probes import ProbeSplit, choose_probe20_c
 from zootriage.core.backtest.recipes import ModelSpec
-from zootriage.core.backtest.run import check_state, limit_threads, write_json
-from zootriage.core.backtest.splits import TaskData
-from zootriage.core.backtest.study3_config import Study3Config, TaskSpec
-from zootriage.core.backtest.study3_measure import PRIMARY, measure3, outcomes
+from zootriage.core.backtest.run import Progress, Zoo, epoch_seconds, limit_threads, probe_state, run_zoo
+from zootriage.core.backtest.splits import TaskData, load_study3_task
 from zootriage.core.backtest.study3_models import build
-from zootriage.core.backtest.study3_probe import choose_c
 from zootriage.core.backtest.study3_recipes import (
     Study3Spec,
     factors,
@@ -38,11 +35,9 @@ from zootriage.core.backtest.study3_recipes import (
     recipe_parts,
     study3_recipes,
 )
-from zootriage.core.backtest.study3_tasks import load_study3_task
 from zootriage.core.backtest.training import train_model
 from zootriage.core.device import resolve_device
 
-Progress = Callable[[str], None]
 TIMING_KEYS = ("wall_seconds", "cpu_seconds")
 CPU_HOURS_LIMIT = 7.0
 MEASURE_SECONDS = 10.0
@@ -52,29 +47,16 @@ AUGMENT_OVERHEAD = 0.10
 def _probe_state(
     task: TaskSpec, data: TaskData, config: Study3Config, out: Path, device: torch.device
 ) -> dict[str, Any]:
-    path = out / "probe" / f"{task.name}.json"
-    if path.exists():
-        return dict(json.loads(path.read_text()))
-    specs = floor_specs(config, task.name)
-    n_classes = len(task.train.classes)
-    splits = [probe_split(build(s.arch, n_classes, s.seed), data, device) for s in specs]
-    p = config.probe
-    c, scores = choose_c(
-        splits, p.c_grid, shots=p.shots, n_draws=p.draws, val_fraction=p.val_fraction, device=device
-    )
-    floors = [
-        {
-            "name": s.name,
-            "task": task.name,
-            "arch": s.arch,
-            "seed": s.seed,
-            "outcomes": outcomes(split, c, config, device),
-        }
-        for s, split in zip(specs, splits, strict=True)
-    ]
-    state = {"c": c, "validation_accuracy": {str(k): v for k, v in scores.items()}, "floors": floors}
-    write_json(path, state)
-    return state
+    def choose(splits: list[ProbeSplit]) -> tuple[float, dict[float, float]]:
+        p = config.probe
+        return choose_probe20_c(
+            splits, p.c_grid, shots=p.shots, n_draws=p.draws, val_fraction=p.val_fraction, device=device
+        )
+
+    return probe_state(
+        out / "probe" / f"{task.name}.json", task.name, floor_specs(config, task.name), data, device,
+        builder=build, choose=choose, outcomes_of=lambda split, c: outcomes3(split, c, config, device),
+    )  # fmt: skip
 
 
 def _training_spec(spec: Study3Spec) -> ModelSpec:
@@ -126,42 +108,24 @@ def run_study3(
     after_model: Callable[[str], None] | None = None,
     shard: tuple[int, int] | None = None,
 ) -> dict[str, Any] | None:
-    """Train and measure every model not already done under ``out``.
+    """Train and measure every model not already done under ``out`` (:func:`run_zoo`).
 
-    Returns ``{"models", "floors", "probe", "splits"}``, or None for a shard (a run without a shard
-    then gathers every record). ``after_model(name)`` runs after each newly written record.
+    Returns ``{"models", "floors", "probe", "splits", "primary"}``, or None for a shard (a run without
+    a shard then gathers every record). ``after_model(name)`` runs after each newly written record.
     """
-    if shard is not None and not 1 <= shard[0] <= shard[1]:
-        raise ValueError(f"shard must be k/n with 1 <= k <= n, got {shard[0]}/{shard[1]}")
-    dev = resolve_device(device)
-    limits = limit_threads(dev, threads)
-    say = progress or (lambda _: None)
-    try:
-        check_state(config, out)
-        specs = model_specs(config)
-        models, floors, probe, splits = [], [], {}, {}
-        for task in config.tasks:
-            data = load_study3_task(task, config.seed)
-            splits[task.name] = data.splits_record()
-            state = _probe_state(task, data, config, out, dev)
-            probe[task.name] = {"c": state["c"], "validation_accuracy": state["validation_accuracy"]}
-            floors += state["floors"]
-            for index, spec in enumerate(specs):
-                if spec.task != task.name or (shard is not None and index % shard[1] != shard[0] - 1):
-                    continue
-                path = out / "models" / f"{spec.name}.json"
-                if not path.exists():
-                    say(f"[{index + 1}/{len(specs)}] {spec.name}")
-                    write_json(path, _record(spec, task, data, config, state["c"], out, dev, say))
-                    if after_model is not None:
-                        after_model(spec.name)
-                models.append(json.loads(path.read_text()))
-        if shard is not None:
-            return None
-        return {"models": models, "floors": floors, "probe": probe, "splits": splits, "primary": PRIMARY}
-    finally:
-        if limits is not None:
-            limits.restore_original_limits()
+    zoo = Zoo(
+        config, [t.name for t in config.tasks], lambda task: load_study3_task(config.task(task), config.seed),
+        model_specs(config),
+        lambda task, data, out_, dev: _probe_state(config.task(task), data, config, out_, dev),
+        lambda spec, data, c, out_, dev, say: _record(spec, config.task(spec.task), data, config, c, out_,
+                                                      dev, say),
+    )  # fmt: skip
+    run = run_zoo(zoo, out, device=device, threads=threads, progress=progress, after_model=after_model,
+                  shard=shard)  # fmt: skip
+    if run is None:
+        return None
+    run.pop("states")
+    return {**run, "primary": PRIMARY3}
 
 
 def projection(
@@ -218,23 +182,15 @@ def time_only(
     per_image: dict[str, dict[str, float]] = {}
     sizes: dict[str, int] = {}
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for task in config.tasks:
-                data = load_study3_task(task, config.seed)
-                sizes[task.name] = len(data.train.y)
-                per_image[task.name] = {}
-                for arch in config.archs:
-                    spec = Study3Spec(task.name, arch, v1, config.seeds[0])
-                    start = time.perf_counter()
-                    train_model(
-                        _training_spec(spec), data.train, len(task.train.classes),
-                        Path(tmp) / f"{spec.name}.pt", dev, max_epochs=1, builder=build,
-                    )  # fmt: skip
-                    seconds = time.perf_counter() - start
-                    per_image[task.name][arch] = seconds / sizes[task.name]
-                    say(
-                        f"{arch} task {task.name}: {seconds:.1f} s for one epoch of {sizes[task.name]} images"
-                    )
+        for task in config.tasks:
+            data = load_study3_task(task, config.seed)
+            sizes[task.name] = len(data.train.y)
+            per_image[task.name] = {}
+            for arch in config.archs:
+                spec = _training_spec(Study3Spec(task.name, arch, v1, config.seeds[0]))
+                seconds = epoch_seconds(spec, data, dev, build)
+                per_image[task.name][arch] = seconds / sizes[task.name]
+                say(f"{arch} task {task.name}: {seconds:.1f} s for one epoch of {sizes[task.name]} images")
     finally:
         if limits is not None:
             limits.restore_original_limits()

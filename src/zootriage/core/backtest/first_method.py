@@ -1,34 +1,29 @@
-"""Back-test statistics: does a marker predict an OOD outcome across a zoo of models?
+"""The first study's method (docs/study/README.md, "Protocol of 2026-11-30"), per model and pooled:
+what ``POST /v1/backtests`` answers with ``method="first-study"``.
 
-Pure functions over :class:`Record` s (a model's architecture, its measured OOD outcome and its marker
-values), so the study, the ``backtest`` command and ``POST /v1/backtests`` share one implementation.
+Over :class:`Record` s (a model's architecture, its measured OOD outcome and its marker values):
 
-- Pearson r = Σ(x−x̄)(y−ȳ) / sqrt(Σ(x−x̄)² Σ(y−ȳ)²); Spearman ρ = Pearson r of the ranks (ties get
-  their average rank): ``scipy.stats.pearsonr`` and ``scipy.stats.spearmanr``.
-- Bootstrap 95% intervals: resample the (x, y) pairs with replacement B times, recompute the
-  coefficient, take the 2.5% and 97.5% percentiles (resamples where x or y is constant are dropped).
-- Pairwise test (the paper's v1/v2 verdict generalised to a zoo): over every pair of models of one
+- per marker, Pearson r and Spearman ρ with their bootstrap 95 % intervals, pooled and within each
+  architecture (:func:`core.backtest.stats.correlate`);
+- pairwise test (the paper's v1/v2 verdict generalised to a zoo): over every pair of models of one
   architecture whose outcomes differ, a rule picks one model or abstains. A pick is a *win* when the
   picked model has the higher outcome. "Higher marker" picks the model with the higher value; the
   geometry rule picks the model whose D_eff AND Ψ_eff are both higher, and abstains when they disagree.
   Rates are fractions of all decidable pairs, so wins + losses + undecided = 1.
+
+The pre-registered method (recipes of seeds, ρ̄ over architectures, noise-eligible recipe pairs) is
+:mod:`core.backtest.on_runs`; this one is kept for the answers given before it.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-from numpy.typing import ArrayLike
-from scipy import stats
-from scipy.stats import rankdata
-
-MIN_MODELS = 3
+from zootriage.core.backtest.stats import MIN_MODELS, Correlation, correlate
 
 
 @dataclass(frozen=True)
@@ -40,20 +35,6 @@ class Record:
     architecture: str
     outcome: float
     markers: Mapping[str, float | None]
-
-
-@dataclass(frozen=True)
-class Correlation:
-    """Pearson r and Spearman ρ of one marker against the outcome, with bootstrap 95% intervals.
-
-    Coefficients are ``None`` when undefined (fewer than ``MIN_MODELS`` models, or a constant input).
-    """
-
-    n: int
-    pearson: float | None
-    pearson_ci: tuple[float, float] | None
-    spearman: float | None
-    spearman_ci: tuple[float, float] | None
 
 
 @dataclass(frozen=True)
@@ -88,84 +69,6 @@ class Backtest:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _as_vectors(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"x and y must be 1-d and of equal length, got shapes {a.shape} and {b.shape}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("x and y must be finite")
-    return a, b
-
-
-def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise Pearson r of (B, n) arrays (``scipy.stats.pearsonr`` along the last axis); NaN where
-    a row of either is constant. Rows are first divided by their largest magnitude (r is
-    scale-invariant), so that no sum of squares overflows."""
-    tiny = np.finfo(np.float64).tiny
-    a = a / np.maximum(np.abs(a).max(axis=-1, keepdims=True), tiny)
-    b = b / np.maximum(np.abs(b).max(axis=-1, keepdims=True), tiny)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (stats.ConstantInputWarning, stats.NearConstantInputWarning))
-        return np.asarray(stats.pearsonr(a, b, axis=-1).statistic, dtype=np.float64)
-
-
-def _defined(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
-def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
-    """Pearson r (``scipy.stats.pearsonr``); ``None`` for fewer than two points or a constant input."""
-    a, b = _as_vectors(x, y)
-    if a.size < 2:
-        return None
-    return _defined(float(_pearson_rows(a, b)))
-
-
-def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
-    """Spearman ρ (``scipy.stats.spearmanr``: Pearson r of average ranks); ``None`` for fewer than two
-    points or a constant input."""
-    a, b = _as_vectors(x, y)
-    if a.size < 2:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
-        return _defined(float(stats.spearmanr(a, b).statistic))
-
-
-def _percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None:
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return None
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(values, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
-def correlate(
-    x: ArrayLike, y: ArrayLike, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
-) -> Correlation:
-    """Pearson and Spearman coefficients of ``x`` against ``y`` with percentile-bootstrap intervals.
-
-    The resampling is ours rather than ``scipy.stats.bootstrap``'s: with a handful of models a resample
-    of constant x or y is common, and scipy's percentile interval is NaN as soon as one resample's
-    coefficient is; here such resamples are dropped. Each resample's coefficient is scipy's.
-    """
-    a, b = _as_vectors(x, y)
-    if n_boot < 1 or not 0 < level < 1:
-        raise ValueError(f"need n_boot >= 1 and 0 < level < 1, got {n_boot} and {level}")
-    n = a.size
-    if n < MIN_MODELS:
-        return Correlation(n, None, None, None, None)
-    r, rho = pearson(a, b), spearman(a, b)
-    idx = np.random.default_rng(seed).integers(n, size=(n_boot, n))
-    ra, rb = a[idx], b[idx]
-    r_ci = _percentiles(_pearson_rows(ra, rb), level) if r is not None else None
-    rho_ci = None
-    if rho is not None:
-        rho_ci = _percentiles(_pearson_rows(rankdata(ra, axis=1), rankdata(rb, axis=1)), level)
-    return Correlation(n, r, r_ci, rho, rho_ci)
 
 
 def _rate(outcomes: list[int], pairs: int) -> PairwiseRate:
