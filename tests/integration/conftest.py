@@ -1,7 +1,8 @@
 """Fixtures against the real PostgreSQL and Redis of the machine; unreachable means failed, not skipped.
 
-Expensive things (the database, Redis, the two stacks) are made once per session (once per xdist
-process); every test that writes starts from empty tables (``clean_db``) and creates what it asserts on.
+Expensive things (the database, Redis, the stacks: ``stack``, ``triage_stack``, ``api_only_stack``) are
+made once per session (once per xdist process); every test that writes starts from empty tables
+(``clean_db``, milliseconds: see ``wipe_tables``) and creates what it asserts on.
 Every test under tests/integration gets the ``integration`` marker here.
 """
 
@@ -18,7 +19,7 @@ from sqlalchemy import delete
 
 from tests.integration.databases import migrate, private_redis, scratch_database, wipe_tables
 from tests.integration.models import export_mnist_cnn
-from tests.integration.stack import Stack, TriageStack, start_stack, start_triage_stack
+from tests.integration.stack import STARTED, Stack, TriageStack, start_stack, start_triage_stack
 from zootriage.app.db.models import Gate
 from zootriage.app.db.session import session_scope
 from zootriage.app.main import create_app
@@ -31,6 +32,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.integration)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many API and worker processes the tests started (``stack.STARTED``; not shown under xdist,
+    whose processes count their own)."""
+    if STARTED:
+        counts = ", ".join(f"{count} {kind}" for kind, count in sorted(STARTED.items()))
+        terminalreporter.write_line(f"stack processes started: {counts}")
 
 
 @pytest.fixture(scope="session")
@@ -104,6 +113,28 @@ def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
     worker has the test pause at ``extract:mid``, open unless a test closes it (``Stack.paused``)."""
     running = start_stack(
         settings, tmp_path_factory.mktemp("logs"), pausable=True, ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="8"
+    )
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def api_only_stack(
+    settings: Settings, redis_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    """uvicorn alone, no worker, for the session: the one real HTTP server of the modules that need one
+    but no worker of their own (each API start imports torch: seconds of CPU). Its broker is Redis
+    database 12, which no worker consumes: a job it queues stays queued. Its upload limit is 64 MB, so
+    that a flood of small form fields fits under it (test_body_limits), and its torch hub cache is a
+    folder of its own (``env["TORCH_HOME"]``) where a module may place files."""
+    torch_home = tmp_path_factory.mktemp("api-only-torch-home")
+    running = start_stack(
+        settings,
+        tmp_path_factory.mktemp("api-only-logs"),
+        worker=False,
+        ZOOTRIAGE_BROKER_URL=f"{redis_server}/12",
+        ZOOTRIAGE_UPLOAD_LIMIT_BYTES=str(64 * 1024 * 1024),
+        TORCH_HOME=str(torch_home),
     )
     yield running
     running.stop()

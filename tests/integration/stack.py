@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,10 @@ from pathlib import Path
 import httpx
 
 from zootriage.app.settings import Settings
+
+# The service processes this test process started through this module ("api", "worker"): each costs
+# seconds of CPU (both import torch), so the integration conftest prints the count after the session.
+STARTED: Counter[str] = Counter()
 
 
 def free_port() -> int:
@@ -53,16 +58,7 @@ class Stack:
     def start_worker(self) -> None:
         """A worker in its own process group, so that a kill takes its pool children with it."""
         self.started_workers += 1
-        log = open(self.logs / f"worker-{self.started_workers}.log", "wb")  # noqa: SIM115
-        app = "zootriage.worker.celery_app"
-        command = [sys.executable, "-m", "celery", "-A", app, "worker", "--loglevel=INFO"]
-        self.worker = subprocess.Popen(
-            [*command, "-n", f"test{self.started_workers}@%h"],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self.worker = worker_process(self.env, self.logs, self.started_workers)
 
     def wait_worker_ready(self, timeout: float = 180) -> None:
         """Until the current worker has connected and says it is ready to take tasks."""
@@ -123,6 +119,22 @@ class Stack:
             release.touch()
 
 
+def worker_process(env: dict[str, str], logs: Path, number: int) -> subprocess.Popen[bytes]:
+    """Celery worker number ``number`` (node ``test<number>``), logging to ``worker-<number>.log``, in
+    its own process group (:meth:`Stack.start_worker`)."""
+    log = open(logs / f"worker-{number}.log", "wb")  # noqa: SIM115
+    STARTED["worker"] += 1
+    app = "zootriage.worker.celery_app"
+    command = [sys.executable, "-m", "celery", "-A", app, "worker", "--loglevel=INFO"]
+    return subprocess.Popen(
+        [*command, "-n", f"test{number}@%h"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 PAUSE_STAGE = "ZOOTRIAGE_TEST_PAUSE_STAGE"
 PAUSE_FILE = "ZOOTRIAGE_TEST_PAUSE_FILE"
 
@@ -131,6 +143,7 @@ def start_api(settings: Settings, logs: Path, **extra_env: str) -> tuple[subproc
     """uvicorn serving ``create_app`` on a free loopback port; returns the process and its base URL."""
     port = free_port()
     env = service_env(settings, **extra_env)
+    STARTED["api"] += 1
     api_log = open(logs / "api.log", "wb")  # noqa: SIM115
     api = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "zootriage.app.main:create_app", "--factory", "--port", str(port)],
@@ -160,11 +173,18 @@ def start_stack(
     if pausable:
         (logs / "pause-open").touch()
         extra_env = {PAUSE_STAGE: "extract:mid", PAUSE_FILE: str(logs / "pause-open"), **extra_env}
-    api, base_url = start_api(settings, logs, **extra_env)
-    stack = Stack(base_url, service_env(settings, **extra_env), logs, api)
-    if worker:
-        stack.start_worker()
-    return stack
+    env = service_env(settings, **extra_env)
+    # The worker is started first: its imports (torch, seconds of CPU) overlap the API's start and the
+    # wait for its health check, instead of following them.
+    early = worker_process(env, logs, 1) if worker else None
+    try:
+        api, base_url = start_api(settings, logs, **extra_env)
+    except BaseException:
+        if early is not None:
+            os.killpg(early.pid, signal.SIGKILL)
+            early.wait(timeout=30)
+        raise
+    return Stack(base_url, env, logs, api, worker=early, started_workers=1 if early is not None else 0)
 
 
 @dataclass

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.integration.stack import Stack, start_stack
+from tests.integration.stack import Stack
 from zootriage.app.settings import Settings
 
 pytestmark = pytest.mark.slow  # streams hundreds of megabytes
@@ -27,14 +27,11 @@ GROWTH_BOUND = 100 * MB  # loose: the unbounded versions grew by 0.8-1.4 GB
 
 
 @pytest.fixture(scope="module")
-def api(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """An upload limit of 64 MB, so that a flood of small form fields fits under it and is refused
-    for its number of parts, not its size."""
-    running = start_stack(
-        settings, tmp_path_factory.mktemp("logs"), worker=False, ZOOTRIAGE_UPLOAD_LIMIT_BYTES=str(64 * MB)
-    )
-    yield running
-    running.stop()
+def api(api_only_stack: Stack) -> Stack:
+    """The session's API-only uvicorn: an upload limit of 64 MB, so that a flood of small form fields
+    fits under it and is refused for its number of parts, not its size."""
+    assert api_only_stack.env["ZOOTRIAGE_UPLOAD_LIMIT_BYTES"] == str(64 * MB)
+    return api_only_stack
 
 
 def rss(stack: Stack) -> int:

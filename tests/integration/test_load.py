@@ -70,10 +70,10 @@ def test_a_burst_of_clients_gets_2xx_or_503_with_retry_after_and_no_500(
     with session_scope(clean_db) as session:
         seed_runs(session, 200)
     # A short wait for a database slot, with the slots held (``runs_locked``), makes this burst take
-    # the saturated path (503); its own broker database keeps the queued job away from other tests'
-    # workers.
+    # the saturated path (503); its own broker database (13: the triage stack's is 9) keeps the queued
+    # job away from other tests' workers.
     api, base_url = start_api(
-        settings, tmp_path, ZOOTRIAGE_BROKER_URL=f"{redis_server}/9", ZOOTRIAGE_DB_SLOT_WAIT_S="0.05"
+        settings, tmp_path, ZOOTRIAGE_BROKER_URL=f"{redis_server}/13", ZOOTRIAGE_DB_SLOT_WAIT_S="0.05"
     )
     try:
         upload = httpx.post(

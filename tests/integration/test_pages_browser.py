@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import Browser
 from sqlalchemy import delete, select
 
 from tests.integration.browser import Watched, chromium, watched_page
@@ -98,12 +99,22 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Chromium for the module (each launch is seconds of CPU); every test gets a fresh context of
+    its own (``watched_page``: no cookie, cache or page shared), closed after it."""
+    with chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
-def browser_page(stack: Stack) -> Iterator[Watched]:
-    with chromium() as browser:
-        watched = watched_page(browser)
+def browser_page(stack: Stack, browser: Browser) -> Iterator[Watched]:
+    watched = watched_page(browser)
+    try:
         yield watched
-        assert watched.problems() == []
+    finally:
+        watched.page.context.close()
+    assert watched.problems() == []
 
 
 def _visit(watched: Watched, url: str, shots: Path, name: str) -> None:
@@ -143,10 +154,10 @@ def test_every_page_loads_offline_without_errors(
     page.wait_for_selector("redoc-wrapper, .redoc-wrap, [role=navigation]", timeout=30_000)
 
 
-def test_pages_fit_a_phone_screen(stack: Stack, scored: list[str], shots: Path) -> None:
+def test_pages_fit_a_phone_screen(stack: Stack, scored: list[str], shots: Path, browser: Browser) -> None:
     """Wide tables scroll inside their own box; the page itself never scrolls sideways."""
-    with chromium() as browser:
-        phone = watched_page(browser, width=390, height=844)
+    phone = watched_page(browser, width=390, height=844)
+    try:
         pages = (
             ("home", "/"), ("runs", "/runs"), ("run", f"/runs/{scored[0]}"), ("backtests", "/backtests"),
             ("study", "/backtests/study"),
@@ -158,6 +169,8 @@ def test_pages_fit_a_phone_screen(stack: Stack, scored: list[str], shots: Path) 
             overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 0, (path, overflow)
         assert phone.problems() == []
+    finally:
+        phone.page.context.close()
 
 
 def test_the_history_filters_and_pages(stack: Stack, scored: list[str], browser_page: Watched) -> None:

@@ -5,7 +5,6 @@ and queue wait on ``/``, and a run's and a gate's references field by field, wit
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from sqlalchemy import select
 
 from tests.integration.browser import chromium, watched_page
 from tests.integration.seeding import fake_run
-from tests.integration.stack import Stack, start_stack
+from tests.integration.stack import Stack
 from tests.integration.test_pages_readable import (
     NESTED_MODEL,
     TORCHVISION_FORM,
@@ -24,19 +23,16 @@ from tests.integration.test_pages_readable import (
 )
 from zootriage.app.db.models import Job, RunTag
 from zootriage.app.db.session import session_scope
-from zootriage.app.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")
-def api_only(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """The API alone, with ResNet18's V1 weights in its torch hub cache (a placeholder it never reads)."""
-    torch_home = tmp_path_factory.mktemp("torch-home")
-    cached_weights(torch_home)
-    running = start_stack(settings, tmp_path_factory.mktemp("logs"), worker=False, TORCH_HOME=str(torch_home))
-    yield running
-    running.stop()
+def api_only(api_only_stack: Stack) -> Stack:
+    """The session's API-only uvicorn, with ResNet18's V1 weights in its torch hub cache (a placeholder
+    it never reads)."""
+    cached_weights(Path(api_only_stack.env["TORCH_HOME"]))
+    return api_only_stack
 
 
 def test_pages_read_as_fields_and_the_form_queues_a_torchvision_model(
