@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test test-parallel lint typecheck imports unit bench clean
+.PHONY: install run test test-parallel lint typecheck imports unit bench catalogue clean
 
 install: $(VENV)/.installed
 
@@ -44,6 +44,11 @@ test: lint typecheck imports
 # module's tests stay together on one process (its module-scoped fixtures are made once).
 test-parallel: lint typecheck
 	$(BIN)/pytest -n 2 --dist loadfile --cov --cov-report=
+
+# What the API knows of torchvision, timm and the marker registry without importing them
+# (src/zootriage/core/catalogue/*.json): rewrite after upgrading a library or adding a marker.
+catalogue: install
+	$(BIN)/python -m zootriage.core.catalogue.publish
 
 bench: install
 	$(BIN)/python benchmarks/glue_speed.py

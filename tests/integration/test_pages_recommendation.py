@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import html
 import re
+from urllib.parse import parse_qsl, urlencode
 
 from fastapi.testclient import TestClient
 
 from tests.integration.stored_runs import QUERY, count_jobs, stored_run
+from zootriage.core.catalogue.torchvision import weights_info
+from zootriage.core.zoo.weight_caches import hub_checkpoint
 
 
 def _state(page: str) -> str:
@@ -22,6 +25,13 @@ def _store(database_url: str, arch: str, weights: str, d: float, u: float, **noi
     stds = noise or None
     return str(stored_run(database_url, f"{arch}-{weights}", {"dimension": d, "utilization": u}, model=model,
                           stds=stds))
+
+
+def _place_weights(arch: str, weights: str) -> None:
+    """An empty file where torch hub caches the weights: the API's check looks for it, never reads it."""
+    path = hub_checkpoint(weights_info(arch, weights).file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
 
 
 def test_a_pair_page_shows_each_state_and_queues_nothing(api: TestClient, database_url: str) -> None:
@@ -74,3 +84,33 @@ def test_pair_page_errors_are_4xx_pages(api: TestClient) -> None:
         answer = api.get(path)
         assert answer.status_code == status, (path, answer.text[-400:])
         assert 'role="alert"' in answer.text and says in answer.text, (path, answer.text[-400:])
+
+
+def test_the_page_queues_through_its_form_with_the_csrf_token(api: TestClient, database_url: str) -> None:
+    url = f"/recommendations/mobilenet_v2?{QUERY}&rule=geometry"
+    page = api.get(url).text
+    assert 'id="queue-form" method="post" action="/recommendations/mobilenet_v2"' in page
+    csrf = api.cookies["zt_csrf"]
+    assert f'name="csrf" value="{csrf}"' in page
+    form = {**dict(parse_qsl(QUERY)), "rule": "geometry"}
+    for key, value in form.items():  # the form carries the dataset, sample, protocol and rule asked
+        assert f'name="{key}" value="{value}"' in page
+    forged = api.post("/recommendations/mobilenet_v2", data=form)
+    assert forged.status_code == 403 and "csrf_failed" in forged.text
+    refused = api.post("/recommendations/mobilenet_v2", data={**form, "csrf": csrf})
+    assert refused.status_code == 404 and "weights_not_available" in refused.text  # no weights cached here
+    assert _state(refused.text) == "not-scored"
+    assert count_jobs(database_url) == 0
+    for weights, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3)):
+        _store(database_url, "mobilenet_v2", weights, d, u)
+        _place_weights("mobilenet_v2", weights)  # the static check before the stored runs are found
+    done = api.post("/recommendations/mobilenet_v2", data={**form, "csrf": csrf}, follow_redirects=False)
+    assert done.status_code == 303  # both stored: nothing to queue, back to the verdict
+    assert done.headers["location"] == f"/recommendations/mobilenet_v2?{urlencode(form)}"
+    assert _state(api.get(done.headers["location"]).text) == "v2"
+    assert count_jobs(database_url) == 0
+    noted = api.get(f"/recommendations/mobilenet_v2?{QUERY}&rule=logme&queued=2").text
+    assert "2 job(s) are computing the missing runs" not in noted  # shown only while not scored
+    _store(database_url, "regnet_x_400mf", "IMAGENET1K_V1", 1.0, 0.2)
+    waiting = api.get(f"/recommendations/regnet_x_400mf?{QUERY}&queued=1").text
+    assert _state(waiting) == "not-scored" and "1 job(s) are computing the missing runs" in waiting

@@ -12,8 +12,10 @@ from fastapi.testclient import TestClient
 from tests.integration.stored_runs import DIGITS, QUERY, SAMPLING, count_jobs, stored_run
 from zootriage.app.db.session import session_scope
 from zootriage.app.settings import Settings
+from zootriage.core.catalogue.torchvision import weights_info
 from zootriage.core.defaults import product_default
 from zootriage.core.markers import Protocol
+from zootriage.core.zoo.weight_caches import hub_checkpoint
 
 
 def gate_body(candidate: uuid.UUID, baseline: uuid.UUID, rules: list[str]) -> dict[str, Any]:
@@ -99,8 +101,13 @@ def test_recommendation_errors(api: TestClient) -> None:
     no_pair = api.get(f"/v1/recommendations/resnet18?{QUERY}")
     assert (no_pair.status_code, no_pair.json()["code"]) == (422, "no_v1_v2_pair")
     assert "mobilenet_v2" in no_pair.json()["message"]
-    not_cached = api.get(f"/v1/recommendations/mobilenet_v2?{QUERY}")
+    not_scored = api.get(f"/v1/recommendations/mobilenet_v2?{QUERY}")  # read-only: nothing is queued
+    assert (not_scored.status_code, not_scored.json()["code"]) == (404, "not_scored")
+    assert "IMAGENET1K_V1 and IMAGENET1K_V2 have no stored run" in not_scored.json()["message"]
+    assert "POST /v1/recommendations/mobilenet_v2" in not_scored.json()["message"]
+    not_cached = api.post(f"/v1/recommendations/mobilenet_v2?{QUERY}")  # queues, after the static checks
     assert (not_cached.status_code, not_cached.json()["code"]) == (404, "weights_not_available")
+    assert api.post(f"/v1/recommendations/resnet18?{QUERY}").json()["code"] == "no_v1_v2_pair"
     bad_dataset = api.get("/v1/recommendations/mobilenet_v2?dataset=nope")
     assert (bad_dataset.status_code, bad_dataset.json()["code"]) == (422, "bad_reference")
     assert api.get("/v1/recommendations/mobilenet_v2").status_code == 422  # no dataset
@@ -162,8 +169,35 @@ def test_write_access_applies(api: TestClient, settings: Settings) -> None:
         "/v1/rankings", json={"candidates": [{"source": "timm", "name": "resnet18"}], "dataset": DIGITS}
     )
     assert (denied.status_code, denied.json()["code"]) == (401, "unauthorized")
-    allowed = api.get(f"/v1/recommendations/resnet18?{QUERY}", headers={"X-API-Key": key})
+    queue_denied = api.post(f"/v1/recommendations/resnet18?{QUERY}")
+    assert (queue_denied.status_code, queue_denied.json()["code"]) == (401, "unauthorized")
+    allowed = api.post(f"/v1/recommendations/resnet18?{QUERY}", headers={"X-API-Key": key})
     assert allowed.json()["code"] == "no_v1_v2_pair"
+
+
+def test_get_reads_the_stored_verdict_and_post_queues_nothing_more(
+    api: TestClient, database_url: str
+) -> None:
+    url = f"/v1/recommendations/mobilenet_v2?{QUERY}&rule=geometry"
+    model = {"source": "torchvision", "arch": "mobilenet_v2", "weights": "IMAGENET1K_V1"}
+    v1 = stored_run(database_url, "v1", {"dimension": 1.0, "utilization": 0.2}, model=model)
+    half = api.get(url)
+    assert (half.status_code, half.json()["code"]) == (404, "not_scored")
+    assert f"IMAGENET1K_V1 is stored as run {v1}" in half.json()["message"]
+    assert "IMAGENET1K_V2 has no stored run" in half.json()["message"]
+    model = {**model, "weights": "IMAGENET1K_V2"}
+    v2 = stored_run(database_url, "v2", {"dimension": 1.5, "utilization": 0.3}, model=model)
+    answer = api.get(url)  # no weights in the cache: GET reads the stored runs without checking them
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["verdict"], body["v1"]["run_id"], body["v2"]["run_id"]) == ("v2", str(v1), str(v2))
+    for weights in ("IMAGENET1K_V1", "IMAGENET1K_V2"):  # POST checks them statically, as any job
+        cached = hub_checkpoint(weights_info("mobilenet_v2", weights).file)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.touch()
+    queued = api.post(url)  # both stored: the same verdict, and no job
+    assert queued.status_code == 200 and queued.json() == body
+    assert count_jobs(database_url) == 0
 
 
 def test_recommendation_within_the_noise_of_repeats_is_undecided(api: TestClient, database_url: str) -> None:

@@ -96,7 +96,9 @@ def test_recommendation_for_a_v1_v2_architecture(triage_stack: TriageStack, clea
     http = triage_stack.http
     for seed, weights in enumerate(("IMAGENET1K_V1", "IMAGENET1K_V2")):
         place_torchvision_weights(triage_stack.torch_home, "mobilenet_v2", weights, seed)
-    pending = http.get(f"/v1/recommendations/mobilenet_v2?{QUERY}")
+    unscored = http.get(f"/v1/recommendations/mobilenet_v2?{QUERY}")  # a GET queues nothing
+    assert (unscored.status_code, unscored.json()["code"]) == (404, "not_scored"), unscored.text
+    pending = http.post(f"/v1/recommendations/mobilenet_v2?{QUERY}")
     assert pending.status_code == 202, pending.text
     assert {job["status"] for job in wait_for_jobs(http, pending.json()["jobs"])} == {"succeeded"}
 

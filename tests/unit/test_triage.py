@@ -154,7 +154,8 @@ def test_accuracy_pick() -> None:
 def test_fronts_of_a_relation() -> None:
     dominates = np.zeros((4, 4), dtype=bool)
     dominates[1, 0] = dominates[2, 0] = dominates[0, 3] = True
-    assert fronts_of(dominates).tolist() == [1, 0, 0, 2]
+    assert fronts_of(dominates) == [1, 0, 0, 2]
+    assert fronts_of([]) == []
 
 
 def test_rank_by_geometry_beyond_the_noise_and_flags() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from zootriage.core.data.refs import AnyDatasetRef, Sampling, validate_dataset_ref
 from zootriage.core.errors import ZooError
-from zootriage.core.markers import Protocol
+from zootriage.core.protocol import Protocol
 from zootriage.core.storage import Store, content_key
 from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef, validate_model_ref
 

@@ -24,9 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from zootriage.core.catalogue.markers import get_marker, glue_markers
 from zootriage.core.defaults import EVIDENCE_PATH
-from zootriage.core.glue import MARKERS as GLUE_MARKERS
-from zootriage.core.markers import get_marker
 
 VERSION = 2
 VERSIONS = (1, 2)  # 1: the first study's win rates; 2: adds Δ against ID accuracy with its interval
@@ -38,7 +37,7 @@ ID_ACCURACY = "id_accuracy"
 
 def rule_key(rule: str, dichotomy: str, centering: str) -> str:
     """The evidence key of a rule; GLUE-based rules carry their variant: ``geometry[one_vs_rest,none]``."""
-    if rule == "geometry" or rule in GLUE_MARKERS:
+    if rule == "geometry" or rule in glue_markers():
         return f"{rule}[{dichotomy},{centering}]"
     return rule
 
@@ -138,7 +137,8 @@ def _arch_r(markers: dict[str, Any], names: dict[str, str]) -> dict[str, dict[st
 
 
 def build_evidence(results: dict[str, Any], study: str) -> dict[str, Any]:
-    """The evidence document from a study's ``results.json`` (``core.study`` writes it)."""
+    """The evidence document from a study's ``results.json`` (the first study's, written by
+    ``zootriage study`` up to commit 66ae249)."""
     outcomes: dict[str, Any] = {}
     for outcome, analysis in sorted(results["analysis"].items()):
         if "skipped" in analysis:
@@ -152,7 +152,7 @@ def build_evidence(results: dict[str, Any], study: str) -> dict[str, Any]:
             rules[f"geometry[{variant}]"] = _entry(rate, _arch_r(markers, names), flip=False)
         for key, backtest in sorted(markers.items()):
             name = key.split("[")[0]
-            if name in GLUE_MARKERS and "[" not in key:
+            if name in glue_markers() and "[" not in key:
                 continue  # the study's plain GLUE names duplicate its first variant
             try:
                 better = get_marker(name).higher_is_better

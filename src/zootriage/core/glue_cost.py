@@ -5,7 +5,7 @@ s the size of its final active set (≈ N(t), measured 33, 49, 55, 63 for P = 10
 ReLU-like data: fitted by s ≈ 18·P^¼, never above the rank r). One step of one draw touches
 
 * the dense (n,)-long vectors of the batch (gradient, slots, signs): b·n, and
-* the product with K = XXᵀ: s·n on the Gram route (core.nnls.uses_gram: n ≤ 8192 or n ≤ 2r),
+* the product with K = XXᵀ: s·n on the Gram route (core.nnls_route.uses_gram: n ≤ 8192 or n ≤ 2r),
   2·n·r through the coordinates on the primal route, counted as a·n·q with q = s or r;
 
 the Gram route also forms K once, n²·r/2 multiply-adds, shared by the draws. After the solver, the
@@ -23,7 +23,7 @@ unknown before the model is loaded, so admission assumes ``ASSUMED_DIM``.
 
 from __future__ import annotations
 
-from zootriage.core.nnls import uses_gram
+from zootriage.core.nnls_route import uses_gram
 
 # Seconds per multiply-add of the (point × coordinate) products, per touched point entry, per
 # multiply-add of forming K, per geometry entry, per regime entry: fitted on P = 10..1000, M = 50,

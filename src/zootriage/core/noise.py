@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from scipy import stats
+from types import ModuleType
 
 CONFIDENCE = 0.95
 TEST = f"two-sided Welch t-test on repeat means at {CONFIDENCE:.0%}"
@@ -91,5 +90,20 @@ def compare(first: Estimate, second: Estimate) -> Difference:
         return Difference(diff, None, None)
     if se == 0.0:
         return Difference(diff, 0.0, 0.0 if diff != 0 else 1.0)
-    p = 2.0 * float(stats.t.sf(abs(diff) / se, df))
+    p = 2.0 * float(_scipy_stats().t.sf(abs(diff) / se, df))
     return Difference(diff, se, p)
+
+
+def upper_quantile(alpha: float, df: float) -> float:
+    """q with P(T_df > q) = alpha: Student's t with ``df`` degrees of freedom, the normal for df = ∞."""
+    stats = _scipy_stats()
+    return float(stats.t.ppf(1.0 - alpha, df)) if math.isfinite(df) else float(stats.norm.ppf(1.0 - alpha))
+
+
+def _scipy_stats() -> ModuleType:
+    """``scipy.stats``, imported by the first test that computes a tail, not with this module: the API
+    imports the triage rules at start for their names and types, and needs the distributions only
+    when a request asks for a decision (the one place in ``core.noise`` and ``core.triage`` that does)."""
+    from scipy import stats
+
+    return stats

@@ -1,6 +1,8 @@
 """``POST /v1/backtests``: does each marker predict the OOD outcome a user measured on stored runs?
 
-The rules and the statistics are the back-test service's (``app.services.backtests``).
+The rules and the statistics are the back-test service's (``app.services.backtests``). It computes
+with numpy and scipy (``core.backtest``), so the route imports it when it is called: the API starts
+without them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from fastapi import APIRouter
 from zootriage.app.api.deps import SessionDep
 from zootriage.app.api.errors import responses
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
-from zootriage.app.services import backtests as backtest_service
 
 router = APIRouter(prefix="/v1/backtests", tags=["backtests"])
 
@@ -18,4 +19,6 @@ router = APIRouter(prefix="/v1/backtests", tags=["backtests"])
 @router.post("", response_model=BacktestOut, responses=responses(404, 422))
 def post_backtest(body: BacktestRequest, session: SessionDep) -> BacktestOut:
     """Correlate every marker of the named runs with the outcomes given for them."""
+    from zootriage.app.services import backtests as backtest_service
+
     return backtest_service.run_backtest(session, body)

@@ -1,8 +1,9 @@
 """v1-vs-v2 recommendations for torchvision architectures that ship both ImageNet weights.
 
-``GET /v1/recommendations/{arch}`` queues whatever runs are missing (202 with the jobs) and answers 200
-with the verdict once both are stored; it needs write access because it may queue work. The list
-computes nothing: it shows the verdicts the stored runs already give.
+``GET /v1/recommendations/{arch}`` reads: the verdict from the two stored runs (200), or 404
+``not_scored`` naming what is stored and what is missing; it never queues. ``POST`` on the same path
+(write access) queues whatever runs are missing (202 with the jobs) and answers 200 with the verdict
+once both are stored. The list computes nothing: it shows the verdicts the stored runs already give.
 """
 
 from __future__ import annotations
@@ -89,7 +90,22 @@ def list_recommendations(
     )
 
 
-@router.get(
+Arch = Annotated[str, Path(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+
+
+@router.get("/{arch}", response_model=Recommendation, responses=responses(403, 404, 422))
+def get_recommendation(
+    arch: Arch, session: SessionDep, scoring: ScoringDep, rule: RuleName = None
+) -> Recommendation:
+    """v1, v2 or undecided for ``arch`` by ``rule`` beyond the noise, each weights' markers and ImageNet
+    acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule, from the runs
+    already stored; 404 ``not_scored`` (saying which weights are missing) until both are. Read-only:
+    ``POST`` on this path queues the missing runs."""
+    chosen = triage_service.triage_rule(rule, verdict=True)
+    return recommendation_service.stored_verdict(session, scoring, arch, chosen)
+
+
+@router.post(
     "/{arch}",
     response_model=Recommendation,
     responses={
@@ -97,17 +113,16 @@ def list_recommendations(
         **responses(401, 403, 404, 422, 503),
     },
 )
-def get_recommendation(
-    arch: Annotated[str, Path(pattern=r"^[A-Za-z0-9_\-]{1,64}$")],
+def post_recommendation(
+    arch: Arch,
     session: SessionDep,
     settings: SettingsDep,
     scoring: ScoringDep,
     _: WriteAccess,
     rule: RuleName = None,
 ) -> JSONResponse:
-    """v1, v2 or undecided for ``arch`` by ``rule`` beyond the noise, each weights' markers and ImageNet
-    acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule; 202 with the jobs
-    while either run is being computed."""
+    """Queue whatever runs ``arch``'s verdict still needs (202 with the jobs, asking again queues
+    nothing new) or, once both are stored, answer 200 with the verdict as ``GET`` does."""
     chosen = triage_service.triage_rule(rule, verdict=True)
     answer = recommendation_service.recommend(session, settings, arch, scoring, chosen)
     status = 202 if isinstance(answer, Pending) else 200

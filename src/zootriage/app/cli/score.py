@@ -23,30 +23,35 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from zootriage.app.cli.exits import BAD_INPUT
+from zootriage.app.cli.scoring_options import (
+    NT,
+    Classes,
+    Dataset,
+    PerClass,
+    PointsPerClass,
+    Repeats,
+    Scoring,
+    Seed,
+    Split,
+)
 
 if TYPE_CHECKING:
     from zootriage.core.protocol import Centering
     from zootriage.core.scoring import ScoreResult
 
 MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 or a JSON object"
-DATASET_HELP = (
-    "builtin:NAME (mnist, animal-mnist, digits, foolbox-imagenet), folder:PATH, torchvision:CLASS:PATH, "
-    "archive:PATH (paths under --data-root) or a JSON object"
-)
 
 
 def score(
     model: Annotated[str, typer.Option(help=MODEL_HELP)],
-    dataset: Annotated[str, typer.Option(help=DATASET_HELP)],
-    classes: Annotated[int | None, typer.Option(help="classes to sample (default: all)")] = None,
-    per_class: Annotated[
-        int | None,
-        typer.Option(help="images per class (default: points per class × repeats, up to each class; 0: all)"),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="seed of the sampling and of the markers")] = 0,
-    split: Annotated[str | None, typer.Option(help="dataset split (default: the dataset's own)")] = None,
-    n_t: Annotated[int, typer.Option("--n-t", help="GLUE draws")] = 1000,
-    points_per_class: Annotated[int, typer.Option(help="GLUE points per class")] = 50,
+    dataset: Dataset,
+    classes: Classes = None,
+    per_class: PerClass = None,
+    split: Split = None,
+    seed: Seed = None,
+    n_t: NT = None,
+    points_per_class: PointsPerClass = None,
+    repeats: Repeats = None,
     centering: Annotated[str, typer.Option(help="none or global")] = "none",
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:1, ...")] = "auto",
     batch_size: Annotated[int, typer.Option(help="images per forward pass")] = 64,
@@ -76,11 +81,9 @@ def score(
     try:
         model_ref = parse_model_ref(model)
         dataset_ref = parse_dataset_ref(dataset)
-        given = {} if per_class is None else {"per_class": per_class or None}
-        protocol = Protocol(
-            points_per_class=points_per_class, n_t=n_t, seed=seed, centering=cast("Centering", centering)
-        )
-        sampling = Sampling.model_validate({"classes": classes, "seed": seed, "split": split, **given})
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
+        protocol = Protocol.model_validate({**scoring.protocol(), "centering": cast("Centering", centering)})
+        sampling = Sampling.model_validate(scoring.sampling())
         sampling = sampling.for_repeats(protocol.points_per_class, protocol.repeats)
         with _progress(err) as report:
             result = run_score(

@@ -5,6 +5,12 @@ job, in ``core.scoring``): references are checked statically (``core.zoo.checks`
 ``core.data.checks``), the protocol's cost is bounded, and the request is normalised into the form its
 request key hashes, so bad input is a 4xx at submit time and the API's memory does not depend on what
 a request names.
+
+Model names are checked against the published catalogues (``core.catalogue``), without torchvision
+or timm. The dataset checks (``core.data.checks``) draw a builtin set's classes with numpy's seeded
+generator, as the worker will, and read an archive's array headers: that module, which still
+reaches torch through ``core.data``'s loaders, is imported by the first ``admit`` rather than at the
+API's start.
 """
 
 from __future__ import annotations
@@ -17,8 +23,6 @@ from zootriage.app.references import upload_of
 from zootriage.app.schemas.jobs import JobRequest
 from zootriage.app.settings import Settings
 from zootriage.app.storage import upload_store
-from zootriage.core.data.archives import ArchiveLimits
-from zootriage.core.data.checks import check_dataset
 from zootriage.core.data.refs import PER_CLASS_MAX, Sampling
 from zootriage.core.errors import ZooError
 from zootriage.core.glue_cost import glue_seconds
@@ -65,6 +69,9 @@ def admit(body: JobRequest, settings: Settings) -> Admitted:
     if isinstance(canonical, CheckpointRef):
         stored = upload_of(canonical, upload_store(settings))
         canonical = canonical.model_copy(update={"path": stored.rsplit("/", 1)[-1]})
+    from zootriage.core.data.archives import ArchiveLimits
+    from zootriage.core.data.checks import check_dataset
+
     classes = check_dataset(body.dataset, body.sampling, settings.effective_data_roots, ArchiveLimits())
     # Unknown class counts (a folder sampled whole) are taken at GLUE's minimum of 2 here.
     cost = glue_cost(classes or 2, body.sampling, body.protocol)

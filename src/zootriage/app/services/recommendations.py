@@ -1,5 +1,6 @@
-"""v1-vs-v2 recommendations: the verdict on a torchvision architecture's two ImageNet weights (queued
-until both runs are stored), and the verdicts the stored runs already give."""
+"""v1-vs-v2 recommendations: the verdict on a torchvision architecture's two ImageNet weights, from the
+stored runs (``stored_verdict``, ``stored_recommendation``: nothing queued) or queueing the missing
+runs first (``recommend``), and the verdicts the stored runs already give."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from zootriage.app.services.triage import (
     with_published_accuracy,
 )
 from zootriage.app.settings import Settings
+from zootriage.core.catalogue.torchvision import WeightsPair, v1_v2_pairs, weights_info
 from zootriage.core.protocol import Protocol
 from zootriage.core.triage import (
     MarkerRecord,
@@ -42,16 +44,14 @@ from zootriage.core.triage import (
     verdict,
 )
 from zootriage.core.triage.advice import Advice, v1_v2_advice
-from zootriage.core.zoo import WeightsPair, v1_v2_pairs
 from zootriage.core.zoo.refs import TorchvisionRef
-from zootriage.core.zoo.torchvision_zoo import weights_enum
 
 V1, V2 = "IMAGENET1K_V1", "IMAGENET1K_V2"
 
 
 @cache
 def weight_pairs() -> dict[str, WeightsPair]:
-    """torchvision's v1/v2 architectures; listing them builds every weights enum, so once per process."""
+    """torchvision's v1/v2 architectures with their published acc@1 (``core.catalogue.torchvision``)."""
     return {pair.arch: pair for pair in v1_v2_pairs()}
 
 
@@ -60,7 +60,7 @@ def pair_of(arch: str) -> WeightsPair:
     pairs = weight_pairs()
     if arch in pairs:
         return pairs[arch]
-    weights_enum(arch, "DEFAULT")  # raises UnknownModel for an architecture torchvision does not know
+    weights_info(arch, "DEFAULT")  # raises UnknownModel for an architecture torchvision does not know
     raise ServiceError(
         422,
         "no_v1_v2_pair",
@@ -124,6 +124,24 @@ def recommend(
     if (pending := gathered.pending()) is not None:
         return pending
     return _recommendation(pair, gathered, rule, scoring)
+
+
+def stored_verdict(session: Session, scoring: ScoringPlan, arch: str, rule: Rule) -> Recommendation:
+    """``GET``'s answer: the verdict from the stored runs alone (nothing is queued), or 404
+    ``not_scored`` naming the stored run of each weights and the weights without one, and how to
+    queue them."""
+    shown = stored_recommendation(session, scoring, arch, rule)
+    if shown.recommendation is not None:
+        return shown.recommendation
+    missing = [weights for weights in (V1, V2) if weights not in shown.runs]
+    stored = "".join(f"; {weights} is stored as run {run.id}" for weights, run in shown.runs.items())
+    raise ServiceError(
+        404,
+        "not_scored",
+        f"no verdict for {arch} yet: {' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} no "
+        f"stored run for this dataset, sampling and protocol{stored}. POST /v1/recommendations/{arch} "
+        "with the same query (write access; zootriage recommend) queues the missing run(s)",
+    )
 
 
 def _stored_runs(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from zootriage.app.api.checkpoints import upload_checkpoint
 from zootriage.app.api.deps import SessionDep, SettingsDep
 from zootriage.app.schemas.jobs import JobRequest
+from zootriage.app.services import checkpoints as checkpoint_service
 from zootriage.app.services import jobs as job_service
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.ui.session import check_write
@@ -104,12 +104,17 @@ async def submit_form(request: Request, session: SessionDep, settings: SettingsD
 
 @router.post("/checkpoints", response_class=HTMLResponse)
 async def upload_form(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
-    """The API's upload route itself (streamed, bounded, validated), so the two cannot drift apart."""
+    """The service ``POST /v1/checkpoints`` calls (streamed, bounded, validated), so the two cannot
+    drift apart."""
     errors: dict[str, str] = {}
     stored = None
     try:
         check_write(request, session, settings)
-        stored = await upload_checkpoint(request, Response(), session, settings, None)
+        headers = request.headers
+        accepted = await checkpoint_service.upload(
+            session, settings, headers.get("content-type"), headers.get("content-length"), request.stream()
+        )
+        stored = accepted.checkpoint
     except (ServiceError, ZooError) as exc:
         errors = {"file": f"{exc.code}: {exc.message}"}
     return render(request, "upload_form.html", {"errors": errors, "checkpoint": stored})

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -22,13 +22,17 @@ from pydantic import ValidationError
 
 from zootriage.app.api.deps import SessionDep
 from zootriage.app.schemas.backtests import MAX_RUNS, BacktestRequest
-from zootriage.app.services import backtests as backtest_service
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.ui.plots import marker_scatter
 from zootriage.app.ui.session import check_csrf
 from zootriage.app.ui.templating import render
-from zootriage.core.markers import list_markers
+from zootriage.core.catalogue.markers import list_markers
 from zootriage.core.noise import Estimate
+
+if TYPE_CHECKING:
+    # The back-test service computes with numpy and scipy (``core.backtest``): each page below imports
+    # it when it is asked for, so that the API starts without them.
+    from zootriage.app.services.backtests import BacktestAnswer
 
 router = APIRouter()
 
@@ -98,7 +102,7 @@ def _request(form: dict[str, str]) -> BacktestRequest:
         raise FieldError(field, 422, "invalid_request", message) from None
 
 
-def _scatter(answer: backtest_service.BacktestAnswer, marker: str) -> tuple[str, int, str]:
+def _scatter(answer: BacktestAnswer, marker: str) -> tuple[str, int, str]:
     """The marker against the outcome, one point per run, and the title naming ρ̄ with its interval."""
     found = (answer.result.rules or {})[marker].correlation
     assert found is not None  # every one-marker rule has its correlation
@@ -138,6 +142,8 @@ def _context(form: dict[str, str], **more: Any) -> dict[str, Any]:
 
 @router.post("/backtests", response_class=HTMLResponse)
 async def backtest_page(request: Request, session: SessionDep) -> HTMLResponse:
+    from zootriage.app.services import backtests as backtest_service
+
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     marker = form.get("marker") or DEFAULT_MARKER
     try:
@@ -160,4 +166,6 @@ async def backtest_page(request: Request, session: SessionDep) -> HTMLResponse:
 
 @router.get("/backtests/study", response_class=HTMLResponse)
 def study_page(request: Request) -> HTMLResponse:
+    from zootriage.app.services import backtests as backtest_service
+
     return render(request, "study.html", {"evidence": backtest_service.study_evidence()})

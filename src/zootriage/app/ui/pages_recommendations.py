@@ -3,8 +3,10 @@ full, from the runs already stored.
 
 The index is the same service call as GET /v1/recommendations (``recommendations_so_far``); the
 architecture's page asks ``stored_recommendation``, which builds the same ``Recommendation`` as
-GET /v1/recommendations/{arch} but from stored runs alone. Neither computes a marker or queues a job, so
-a page view never starts work (the API's GET may queue; it needs write access for that reason).
+GET /v1/recommendations/{arch} from the stored runs. Neither computes a marker or queues a job, so a
+page view never starts work. The page's "Score the missing runs" form posts (with its CSRF token) to
+``POST /recommendations/{arch}``, which needs write access and queues them through the same service
+call as POST /v1/recommendations/{arch} (``recommend``), then shows the page again (303).
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Path, Request
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Path, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
-from zootriage.app.api.deps import SessionDep
+from zootriage.app.api.deps import SessionDep, SettingsDep
 from zootriage.app.api.recommendations import ScoringQuery, scoring_query
+from zootriage.app.schemas.triage import Pending
 from zootriage.app.services import recommendations as recommendation_service
 from zootriage.app.services import triage as triage_service
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.triage import ScoringPlan
+from zootriage.app.ui.session import check_write
 from zootriage.app.ui.templating import render
 from zootriage.core.errors import ZooError
 
@@ -72,9 +76,54 @@ def recommendation_page(
 ) -> HTMLResponse:
     asked = _asked(request)
     rule_name = request.query_params.get("rule", "").strip() or None
+    queued = request.query_params.get("queued", "")
+    count = int(queued) if queued.isdigit() and len(queued) < 6 else None
+    return _recommendation_page(request, session, arch, asked, rule_name, count)
+
+
+@router.post("/recommendations/{arch}", response_class=HTMLResponse)
+async def queue_recommendation(
+    request: Request, session: SessionDep, settings: SettingsDep, arch: Annotated[str, Path(pattern=ARCH)]
+) -> Response:
+    """Queue the runs the verdict still needs, then back to the page (303) saying how many jobs are
+    computing them; the page with the refusal otherwise."""
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    asked = {k: v for k, v in form.items() if k in FIELDS and v.strip()}
+    rule_name = form.get("rule", "").strip() or None
+    try:
+        check_write(request, session, settings, form.get("csrf"))
+        if rule_name is not None and len(rule_name) > 64:
+            raise ServiceError(422, "invalid_request", "rule: at most 64 characters")
+        scoring = _scoring(asked)
+        rule = triage_service.triage_rule(rule_name, verdict=True)
+        answer = recommendation_service.recommend(session, settings, arch, scoring, rule)
+    except ZooError as exc:
+        error = ServiceError(exc.http_status, exc.code, exc.message)
+        return _recommendation_page(request, session, arch, asked, rule_name, None, error)
+    except ServiceError as exc:
+        return _recommendation_page(request, session, arch, asked, rule_name, None, exc)
+    query = {**asked, **({"rule": rule_name} if rule_name else {})}
+    if isinstance(answer, Pending):
+        query["queued"] = str(len(answer.jobs))
+    return RedirectResponse(f"/recommendations/{arch}?{urlencode(query)}", status_code=303)
+
+
+def _recommendation_page(
+    request: Request,
+    session: SessionDep,
+    arch: str,
+    asked: dict[str, str],
+    rule_name: str | None,
+    queued: int | None,
+    refused: ServiceError | None = None,
+) -> HTMLResponse:
+    """The architecture's page: its pair, and with a dataset asked, the verdict from the stored runs;
+    ``queued`` jobs just queued by the form, or the form's refusal shown beside it."""
     context: dict[str, Any] = {
-        "arch": arch, "asked": asked, "rule_name": rule_name, "error": None, "shown": None
+        "arch": arch, "asked": asked, "rule_name": rule_name, "error": refused, "shown": None,
+        "queued": queued,
     }
+    status = refused.status if refused else 200
     try:
         pair = recommendation_service.pair_of(arch)
     except ZooError as exc:
@@ -84,7 +133,7 @@ def recommendation_page(
         return render(request, "error.html", {"error": exc}, status=exc.status)
     context["pair"] = pair
     if "dataset" not in asked:
-        return render(request, "recommendation.html", context)
+        return render(request, "recommendation.html", context, status=status)
     try:
         if rule_name is not None and len(rule_name) > 64:
             raise ServiceError(422, "invalid_request", "rule: at most 64 characters")
@@ -94,4 +143,4 @@ def recommendation_page(
         return render(request, "recommendation.html", {**context, "error": exc}, status=exc.status)
     shown = recommendation_service.stored_recommendation(session, scoring, arch, rule)
     used = triage_service.rule_used(rule, scoring.protocol)
-    return render(request, "recommendation.html", {**context, "shown": shown, "rule": used})
+    return render(request, "recommendation.html", {**context, "shown": shown, "rule": used}, status=status)

@@ -42,9 +42,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scipy import stats
-
-from zootriage.core.noise import ALPHA, GATE_TEST, NO_NOISE_ESTIMATE, Estimate, combined
+from zootriage.core.noise import ALPHA, GATE_TEST, NO_NOISE_ESTIMATE, Estimate, combined, upper_quantile
 from zootriage.core.protocol import REPEATS_MAX
 from zootriage.core.triage.records import (
     MarkerRecord,
@@ -239,7 +237,7 @@ def _check(
             "or more (and repeats × points_per_class images per class) to measure it",
             None,
         )
-    q = float(stats.t.ppf(1.0 - ALPHA, m.df)) if math.isfinite(m.df) else float(stats.norm.ppf(1.0 - ALPHA))
+    q = upper_quantile(ALPHA, m.df)
     lo, hi = m.value - q * m.se, m.value + q * m.se
     sign = -1.0 if at_least else 1.0  # the claim is sign·value ≤ sign·threshold
     stat, delta = sign * m.value, sign * rule.threshold

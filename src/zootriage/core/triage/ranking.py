@@ -7,8 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from zootriage.core.triage.records import (
     GEOMETRY_RULE,
     ID_ACCURACY,
@@ -59,21 +57,21 @@ class Ranking:
         return self.pick == self.id_accuracy_pick
 
 
-def fronts_of(dominates: np.ndarray) -> np.ndarray:
-    """Front index (0 = undominated) from a boolean relation ``dominates[a, b]`` (a beats b).
+def fronts_of(dominates: Sequence[Sequence[bool]]) -> list[int]:
+    """Front index (0 = undominated) from a boolean relation ``dominates[a][b]`` (a beats b).
 
     Front 0 is the candidates nobody beats; front f+1 those beaten only by candidates of fronts <= f.
     The relation has no cycles: a beats b only when a's value of the rule's first marker is strictly
     preferred to b's, and values are totally ordered, so every step peels at least one candidate.
     """
-    n = len(dominates)
-    fronts = np.full(n, -1, dtype=np.int64)
-    remaining = np.ones(n, dtype=bool)
+    fronts = [-1] * len(dominates)
+    remaining = set(range(len(dominates)))
     front = 0
-    while remaining.any():
-        current = remaining & ~(dominates & remaining[:, None]).any(axis=0)
-        fronts[current] = front
-        remaining &= ~current
+    while remaining:
+        current = {b for b in remaining if not any(dominates[a][b] for a in remaining)}
+        for b in current:
+            fronts[b] = front
+        remaining -= current
         front += 1
     return fronts
 
@@ -134,10 +132,10 @@ def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking
             else:
                 undecided_pairs[(a.name, b.name)] = result.reason
     index = {r.name: i for i, r in enumerate(placed)}
-    dominates = np.zeros((len(placed), len(placed)), dtype=bool)
+    dominates = [[False] * len(placed) for _ in placed]
     for winner, loser in better:
-        dominates[index[winner], index[loser]] = True
-    fronts = fronts_of(dominates) if placed else np.zeros(0, dtype=np.int64)
+        dominates[index[winner]][index[loser]] = True
+    fronts = fronts_of(dominates)
     order = sorted(index, key=lambda n: (fronts[index[n]], n))
     ranks = dict(zip(order, _competition_ranks([int(fronts[index[n]]) for n in order]), strict=True))
     by_accuracy = _order_by(records, ID_ACCURACY)

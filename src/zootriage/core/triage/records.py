@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from zootriage.core.markers import get_marker
+from zootriage.core.catalogue.markers import get_marker
 from zootriage.core.noise import TEST, Estimate
 
 DIMENSION = "dimension"

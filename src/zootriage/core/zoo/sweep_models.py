@@ -1,8 +1,9 @@
 """The models of a sweep, from how a user asks for them: a list, the v1/v2 preset, or a timm filter.
 
-Expansion only names models (torchvision's weights enums, timm's registry of pretrained tags): nothing
-is built, hashed or downloaded here. Every expansion is bounded by ``limit`` before its references are
-made, and a selection that names nothing is refused, so a sweep always has 1 to ``limit`` models.
+Expansion only names models (torchvision's weights enums as published in ``core.catalogue``, timm's
+registry of pretrained tags, which a timm filter imports timm for): nothing is built, hashed or
+downloaded here. Every expansion is bounded by ``limit`` before its references are made, and a
+selection that names nothing is refused, so a sweep always has 1 to ``limit`` models.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from zootriage.core.catalogue.torchvision import v1_v2_pairs
 from zootriage.core.errors import BadReference, ZooError
 from zootriage.core.zoo.refs import AnyModelRef, TorchvisionRef, validate_model_ref
 
@@ -45,10 +47,8 @@ def listed(models: Sequence[AnyModelRef], limit: int) -> list[AnyModelRef]:
 
 
 def v1_v2_preset(limit: int) -> list[AnyModelRef]:
-    """Every torchvision architecture with both IMAGENET1K_V1 and IMAGENET1K_V2 (``v1_v2_pairs``),
-    V1 then V2 of each, architectures in alphabetical order."""
-    from zootriage.core.zoo.torchvision_zoo import v1_v2_pairs
-
+    """Every torchvision architecture with both IMAGENET1K_V1 and IMAGENET1K_V2 (``v1_v2_pairs``, from
+    the published catalogue), V1 then V2 of each, architectures in alphabetical order."""
     archs = sorted(pair.arch for pair in v1_v2_pairs())
     if 2 * len(archs) > limit:
         raise TooManyModels(f"the v1v2 preset names {2 * len(archs)} models; a sweep scores at most {limit}")

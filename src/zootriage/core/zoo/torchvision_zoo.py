@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import urllib.error
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +12,9 @@ import torchvision
 from torch import nn
 from torchvision.models import WeightsEnum
 
+from zootriage.core.catalogue.torchvision import WeightsPair
 from zootriage.core.errors import UnknownModel, WeightsNotAvailable
-
-
-@dataclass(frozen=True)
-class WeightsPair:
-    """An architecture with both IMAGENET1K_V1 and IMAGENET1K_V2 weights (the paper's v1/v2 pairs)."""
-
-    arch: str
-    v1_acc1: float
-    v2_acc1: float
+from zootriage.core.zoo.weight_caches import hub_checkpoint
 
 
 def weights_enum(arch: str, weights: str) -> WeightsEnum:
@@ -52,7 +44,7 @@ def cache_path(weights: WeightsEnum) -> Path:
     """Where torch hub keeps ``weights`` (``$TORCH_HOME/hub/checkpoints/`` + the URL's basename, the
     path ``weights.get_state_dict()`` uses), so files placed there by torchvision, by hand, or by an
     image build all count."""
-    return Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(weights.url)
+    return hub_checkpoint(os.path.basename(weights.url))
 
 
 def weights_file(weights: WeightsEnum) -> Path:
