@@ -40,17 +40,19 @@ def stored_run(
     fingerprint: str | None = None,
     stds: Mapping[str, float | None] | None = None,
     undecidable: dict[str, str] | None = None,
+    run_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
     """A run as the worker stores it; one of a real model carries the request key the API finds it by.
     Every marker carries a small std over the protocol's repeats unless ``stds`` says otherwise (None:
     no noise estimate), and
-    ``undecidable`` marks markers of a degenerate regime with their reason."""
+    ``undecidable`` marks markers of a degenerate regime with their reason; ``run_id`` chooses its id."""
     request = model and JobRequest.model_validate(
         {"model": model, "dataset": DIGITS, "sampling": SAMPLING.model_dump(), "protocol": protocol.to_dict()}
     )
     stds = {**{name: 0.001 for name in markers}, **(stds or {})}
     undecidable = undecidable or {}
     run = Run(
+        id=run_id or uuid.uuid4(),
         run_key=hashlib.sha256(label.encode()).hexdigest(),
         request_key=request_key(normalised_request(request)) if request else None,
         model_ref=model or {"source": "checkpoint", "path": label},

@@ -99,6 +99,11 @@ def test_scopes_are_enforced_on_read_write_and_admin_routes(settings: Settings, 
         denied = client.post("/v1/jobs", json=INVALID_JOB, headers=reader)
         assert (denied.status_code, denied.json()["code"]) == (403, "forbidden")
         assert client.get("/v1/api-keys", headers=reader).status_code == 403
+        # Reading a recommendation is a read; queueing its runs (POST) is a write.
+        read = client.get("/v1/recommendations/mobilenet_v2?dataset=builtin:digits", headers=reader)
+        assert (read.status_code, read.json()["code"]) == (404, "not_scored")
+        queue = client.post("/v1/recommendations/mobilenet_v2?dataset=builtin:digits", headers=reader)
+        assert (queue.status_code, queue.json()["code"]) == (403, "forbidden")
         assert client.get("/v1/runs", headers=writer).status_code == 200  # write includes read
         assert client.post("/v1/jobs", json=INVALID_JOB, headers=writer).status_code == 422
         assert client.get("/v1/api-keys", headers=writer).status_code == 403

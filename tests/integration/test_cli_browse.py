@@ -40,8 +40,10 @@ def test_show_prints_every_marker_with_its_noise(triage_stack: TriageStack, prog
     dimension = next(m for m in as_json["markers"] if m["name"] == "dimension")
     assert dimension["std"] is not None and dimension["std"] >= 0  # the default repeats give a std
 
-    short = zootriage(triage_stack, "show", run_id[:8])
-    assert short.exit_code == 2 and "is not an id" in short.stderr
+    prefix = zootriage(triage_stack, "show", run_id[:8])  # the service resolves a unique prefix
+    assert prefix.exit_code == 0 and run_id in prefix.stdout, prefix.stderr
+    short = zootriage(triage_stack, "show", run_id[:7])
+    assert short.exit_code == 2 and "too short" in short.stderr
     missing = zootriage(triage_stack, "show", "00000000-0000-0000-0000-000000000000")
     assert missing.exit_code == 2 and "run_not_found" in missing.stderr
     for result in (short, missing):

@@ -54,10 +54,11 @@ def run_client(*args: str) -> dict[str, object]:
         ["history", "--url", UNREACHABLE],
         ["sweep", "start", "ckpt:net.pt2", "--dataset", "builtin:mnist", "--url", UNREACHABLE],
         ["sweep", "list", "--url", UNREACHABLE],
+        ["download", "0123abcd", "--features", "-o", "f.safetensors", "--url", UNREACHABLE],
     ],
     ids=[
         "root-help", "gate-help", "score-help", "gate", "rank", "submit", "history", "sweep-start",
-        "sweep-list",
+        "sweep-list", "download",
     ],
 )
 def test_client_commands_import_nothing_heavy(args: list[str]) -> None:

@@ -35,13 +35,20 @@ class UnknownApiKey(LookupError):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a valid key belongs to: its name (``settings`` for a key given by hash) and scopes."""
+    """Who a valid key belongs to: its name (``settings`` for a key given by hash), scopes, the
+    projects it is limited to (None: every project) and its id (None for a key given by hash)."""
 
     name: str
     scopes: frozenset[Scope]
+    projects: frozenset[str] | None = None
+    key_id: int | None = None
 
     def may(self, needed: Scope) -> bool:
         return any(held.grants(needed) for held in self.scopes)
+
+    def sees(self, project: str) -> bool:
+        """Whether the key may read and write in ``project``."""
+        return self.projects is None or project in self.projects
 
 
 def hash_key(key: str) -> str:
@@ -60,10 +67,22 @@ class IssuedKey:
     key: str
 
 
-def create_api_key(session: Session, name: str, scopes: frozenset[Scope] = DEFAULT_SCOPES) -> IssuedKey:
-    """Store a new key under ``name``; the caller shows ``key`` once and commits."""
+def create_api_key(
+    session: Session,
+    name: str,
+    scopes: frozenset[Scope] = DEFAULT_SCOPES,
+    projects: frozenset[str] | None = None,
+) -> IssuedKey:
+    """Store a new key under ``name``, limited to ``projects`` when given; the caller shows ``key``
+    once and commits."""
     key = new_key()
-    row = ApiKey(name=name, key_hash=hash_key(key), scopes=sorted(scopes), created_at=utcnow())
+    row = ApiKey(
+        name=name,
+        key_hash=hash_key(key),
+        scopes=sorted(scopes),
+        projects=None if projects is None else sorted(projects),
+        created_at=utcnow(),
+    )
     session.add(row)
     session.flush()
     return IssuedKey(row, key)
@@ -112,7 +131,8 @@ def authenticate_hash(session: Session, digest: str, settings_hashes: list[str])
     if row.revoked_at is not None:
         return None
     _note_use(session, row)
-    return Caller(row.name, frozenset(Scope(s) for s in row.scopes))
+    projects = None if row.projects is None else frozenset(row.projects)
+    return Caller(row.name, frozenset(Scope(s) for s in row.scopes), projects, row.id)
 
 
 def _note_use(session: Session, row: ApiKey) -> None:

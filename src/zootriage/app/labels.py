@@ -23,6 +23,7 @@ NAME_CHARS = 128
 TAG_KEY_CHARS = 32
 TAG_VALUE_CHARS = 64
 MAX_TAGS = 16
+DESCRIPTION_CHARS = 2000
 SHORT_HASH = 12
 TAG_KEY = re.compile(rf"^[a-z][a-z0-9_.\-]{{0,{TAG_KEY_CHARS - 1}}}$")
 TAG_VALUE = re.compile(rf"^[A-Za-z0-9_.:/+@\-]{{1,{TAG_VALUE_CHARS}}}$")
@@ -39,6 +40,18 @@ def check_name(name: str) -> str:
     if not name.isprintable() or name != name.strip():
         raise BadLabel("a name is printable text without leading or trailing spaces")
     return name
+
+
+def check_description(text: str) -> str:
+    """A run's free-text description: 1 to ``DESCRIPTION_CHARS`` characters, printable apart from line
+    breaks and tabs, not blank (``null`` removes a description)."""
+    if not 1 <= len(text) <= DESCRIPTION_CHARS:
+        raise BadLabel(f"a description has 1 to {DESCRIPTION_CHARS} characters")
+    if not text.strip():
+        raise BadLabel("a description is not blank (null removes it)")
+    if not all(char.isprintable() or char in "\n\r\t" for char in text):
+        raise BadLabel("a description is printable text (line breaks and tabs allowed)")
+    return text
 
 
 def check_tags(tags: dict[str, str]) -> dict[str, str]:
@@ -78,6 +91,7 @@ def parse_tags(text: str) -> dict[str, str]:
 
 Name = Annotated[str, Field(max_length=NAME_CHARS), AfterValidator(check_name)]
 Tags = Annotated[dict[str, str], Field(max_length=MAX_TAGS), AfterValidator(check_tags)]
+Description = Annotated[str, Field(max_length=DESCRIPTION_CHARS), AfterValidator(check_description)]
 
 
 def short_hashes(text: str) -> str:

@@ -13,15 +13,18 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from zootriage.app.access import check_bind
 from zootriage.app.api import (
     api_keys,
+    artifacts,
     backtests,
     checkpoints,
     gates,
     health,
     jobs,
+    projects,
     rankings,
     recommendations,
     runs,
     sweeps,
+    trends,
 )
 from zootriage.app.api.capacity import DbSlots
 from zootriage.app.api.deps import MetricsAccess, ReadAccess
@@ -73,7 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every answer gets the headers
     app.include_router(health.router)
-    for module in (checkpoints, jobs, sweeps, runs, backtests, recommendations, rankings, gates, api_keys):
+    routers = (checkpoints, jobs, sweeps, runs, backtests, recommendations, rankings, gates, api_keys)
+    for module in (*routers, trends, projects, artifacts):
         app.include_router(module.router, dependencies=[ReadAccess])
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)

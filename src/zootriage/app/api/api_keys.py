@@ -11,6 +11,7 @@ from zootriage.app.api.errors import ApiError, responses
 from zootriage.app.api_keys import UnknownApiKey, create_api_key, list_api_keys, revoke_api_key
 from zootriage.app.db.paging import split_page
 from zootriage.app.schemas.api_keys import ApiKeyCreated, ApiKeyOut, ApiKeyPage, ApiKeyRequest
+from zootriage.app.services.projects import check_projects_exist
 
 router = APIRouter(prefix="/v1/api-keys", tags=["api-keys"])
 KeyId = Annotated[int, Path(ge=1, le=2**62)]
@@ -18,8 +19,12 @@ KeyId = Annotated[int, Path(ge=1, le=2**62)]
 
 @router.post("", status_code=201, response_model=ApiKeyCreated, responses=responses(401, 403, 422))
 def create_key(body: ApiKeyRequest, session: SessionDep, _: AdminAccess) -> ApiKeyCreated:
-    """A new key with the given scopes; the response is the only place its secret ever appears."""
-    issued = create_api_key(session, body.name, frozenset(body.scopes))
+    """A new key with the given scopes (limited to ``projects`` when given: 404 ``project_not_found``
+    for one that does not exist); the response is the only place its secret ever appears."""
+    projects = None if body.projects is None else frozenset(body.projects)
+    if projects is not None:
+        check_projects_exist(session, projects)
+    issued = create_api_key(session, body.name, frozenset(body.scopes), projects)
     session.commit()
     return ApiKeyCreated(**ApiKeyOut.model_validate(issued.row).model_dump(), key=issued.key)
 

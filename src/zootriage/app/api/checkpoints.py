@@ -1,16 +1,18 @@
-"""Checkpoint uploads: streamed, hashed, size-limited and validated before they are accepted."""
+"""Checkpoint uploads: streamed, hashed, size-limited and validated before they are accepted; listed
+newest first, and found by their id or a unique prefix of it."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from fastapi.concurrency import run_in_threadpool
 
-from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
-from zootriage.app.api.errors import ApiError, responses
-from zootriage.app.schemas.checkpoints import CheckpointOut
+from zootriage.app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
+from zootriage.app.api.deps import CallerDep, SessionDep, SettingsDep, WriteAccess
+from zootriage.app.api.errors import responses
+from zootriage.app.api.ids import UploadId
+from zootriage.app.db.paging import CREATED
+from zootriage.app.schemas.checkpoints import CheckpointOut, CheckpointPage
 from zootriage.app.services import checkpoints as checkpoint_service
-from zootriage.app.services.uploads import receive_file
-from zootriage.app.storage import upload_store
+from zootriage.app.services import projects as project_service
 
 router = APIRouter(prefix="/v1/checkpoints", tags=["checkpoints"])
 
@@ -95,20 +97,41 @@ async def upload_checkpoint(
     ``label_space`` other than the stored one is refused (409 ``checkpoint_exists``): jobs on the id
     that give none inherit the stored ones, so give yours on the job's model instead.
     """
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > settings.upload_limit_bytes + 64 * 1024:
-        raise ApiError(
-            413, "payload_too_large", f"checkpoints are limited to {settings.upload_limit_bytes} bytes"
-        )
-    folder = settings.effective_upload_dir
-    received = await receive_file(
-        request.headers.get("content-type"), request.stream(), folder, settings.upload_limit_bytes
+    headers = request.headers
+    accepted = await checkpoint_service.upload(
+        session, settings, headers.get("content-type"), headers.get("content-length"), request.stream()
     )
-    try:
-        store = upload_store(settings)
-        accepted = await run_in_threadpool(checkpoint_service.accept, session, store, received)
-    finally:
-        received.path.unlink(missing_ok=True)
     if not accepted.created:
         response.status_code = 200
     return accepted.checkpoint
+
+
+def upload_key_of(text: str) -> str:
+    """An upload's id in a page token: its 64 lower-case hex digits (a ``ValueError`` otherwise)."""
+    if len(text) != 64 or text.strip("0123456789abcdef"):
+        raise ValueError("not an upload id")
+    return text
+
+
+@router.get("", response_model=CheckpointPage, responses=responses(403, 422))
+def get_checkpoints(
+    session: SessionDep,
+    settings: SettingsDep,
+    caller: CallerDep,
+    limit: PageLimit = 50,
+    cursor: Cursor = None,
+) -> CheckpointPage:
+    """Uploads, newest first (403 for a key limited to projects: uploads belong to none)."""
+    project_service.check_uploads_visible(caller)
+    after = decode_cursor(cursor, CREATED, True, upload_key_of) if cursor else None
+    items, next_key = checkpoint_service.checkpoint_page(session, min(limit, settings.page_size_max), after)
+    return CheckpointPage(
+        items=items, next_cursor=encode_cursor(next_key, CREATED, True) if next_key else None
+    )
+
+
+@router.get("/{upload_id}", response_model=CheckpointOut, responses=responses(403, 404, 409, 422))
+def get_checkpoint(upload_id: UploadId, session: SessionDep, caller: CallerDep) -> CheckpointOut:
+    """One upload, by its id or a unique prefix of it."""
+    project_service.check_uploads_visible(caller)
+    return checkpoint_service.find_checkpoint(session, upload_id)

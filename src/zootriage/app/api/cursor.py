@@ -1,6 +1,6 @@
-"""The one page-token codec of every keyset list (runs, gates; ``app.db.paging`` does the query):
-opaque tokens holding the last row's sort key, bound to the sort they were issued for, and the page
-size every list endpoint shares.
+"""The one page-token codec of every keyset list (runs, gates, jobs, uploads; ``app.db.paging`` does
+the query): opaque tokens holding the last row's sort key, bound to the sort they were issued for, and
+the page size every list endpoint shares.
 
 A token comes from the client, so it is bounded in length and parsed defensively: anything but the
 object we issue (an integer, a 400-digit number, JSON nested a thousand deep) is a 422, never a 500.
@@ -13,8 +13,9 @@ import binascii
 import json
 import math
 import uuid
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Query
 
@@ -35,8 +36,11 @@ def encode_cursor(key: PageKey, sort: str, descending: bool) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode_cursor(token: str, sort: str, descending: bool) -> PageKey:
-    """Reject a token that does not parse or was issued for another sort: it would skip or repeat rows."""
+def decode_cursor(
+    token: str, sort: str, descending: bool, row_id: Callable[[str], Any] = uuid.UUID
+) -> PageKey:
+    """Reject a token that does not parse or was issued for another sort: it would skip or repeat rows.
+    ``row_id`` parses the row's id (a ``ValueError`` for one that is none): a UUID, or an upload's hash."""
     try:
         data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         if not isinstance(data, dict):
@@ -47,11 +51,11 @@ def decode_cursor(token: str, sort: str, descending: bool) -> PageKey:
         if not isinstance(value, str | int | float) or not isinstance(run_id, str):
             raise TypeError("malformed cursor fields")
         if sort == CREATED:
-            return PageKey(datetime.fromisoformat(str(value)), uuid.UUID(run_id))
+            return PageKey(datetime.fromisoformat(str(value)), row_id(run_id))
         number = float(value)
         if not math.isfinite(number):
             raise ValueError("the cursor's value is not a finite number")
-        return PageKey(number, uuid.UUID(run_id))
+        return PageKey(number, row_id(run_id))
     except (
         ValueError, KeyError, TypeError, OverflowError, RecursionError, binascii.Error, UnicodeDecodeError
     ) as exc:

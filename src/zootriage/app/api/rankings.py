@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 
 from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
 from zootriage.app.api.errors import responses
+from zootriage.app.api.project_scope import WorkProject
 from zootriage.app.schemas.triage import Pending, RankingOut, RankingRequest
 from zootriage.app.services import rankings as ranking_service
 
@@ -26,10 +27,11 @@ router = APIRouter(prefix="/v1/rankings", tags=["rankings"])
     },
 )
 def post_ranking(
-    body: RankingRequest, session: SessionDep, settings: SettingsDep, _: WriteAccess
+    body: RankingRequest, session: SessionDep, settings: SettingsDep, _: WriteAccess, project: WorkProject
 ) -> JSONResponse:
     """Geometry order (Pareto on dimension and utilization, ties broken by their product) beside the
-    ID-accuracy and LogME orders, with the pairs where they disagree."""
-    answer = ranking_service.ranking(session, settings, body)
+    ID-accuracy and LogME orders, with the pairs where they disagree; the candidates' runs join
+    ``?project=`` (default: the default project)."""
+    answer = ranking_service.ranking(session, settings, body, project.id)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

@@ -9,7 +9,7 @@ OpenAPI schema still documents them as a number and a date-time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated
@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from zootriage.app.api.cursor import decode_cursor, encode_cursor
 from zootriage.app.api.errors import ApiError
 from zootriage.app.db.paging import CREATED
-from zootriage.app.db.run_queries import RunFilter
+from zootriage.app.db.run_queries import Archived, RunFilter
 from zootriage.app.schemas.runs import RunSummary
 from zootriage.app.services.runs import csv_rows, history_filter, history_page, tag_filter
 
@@ -55,6 +55,13 @@ class RunQuery:
 
     architecture: Text = None
     name: Annotated[str | None, Query(max_length=128, description="runs with exactly this name")] = None
+    name_contains: Annotated[
+        str | None,
+        Query(max_length=128, description="runs whose name contains this, in any case (% and _ are plain)"),
+    ] = None
+    archived: Annotated[
+        Archived, Query(description="exclude (default): live runs only; include: archived ones too; only")
+    ] = Archived.exclude
     tag: Annotated[
         list[str] | None,
         Query(max_length=16, description="key=value; repeat for several, every one must hold"),
@@ -72,6 +79,9 @@ class RunQuery:
     created_before: Moment = None
     sort: Annotated[str, Query(pattern=MARKER_NAME, description="'created_at' or a marker name")] = CREATED
     order: Order = Order.desc
+    project: Annotated[str | None, Query(max_length=64, description="runs of this project")] = None
+    # The projects listed when none is named: a key's own (``app.api.project_scope``); None: every one.
+    scope: tuple[str, ...] | None = field(default=None, init=False)
 
     @property
     def descending(self) -> bool:
@@ -88,6 +98,8 @@ class RunQuery:
         return {
             "architecture": blank_to_none(self.architecture),
             "name": blank_to_none(self.name),
+            "name_contains": blank_to_none(self.name_contains),
+            "archived": None if self.archived is Archived.exclude else self.archived.value,
             "weights": blank_to_none(self.weights),
             "dataset": blank_to_none(self.dataset),
             "marker": blank_to_none(self.marker),
@@ -97,6 +109,7 @@ class RunQuery:
             "created_before": blank_to_none(self.created_before),
             "sort": self.sort,
             "order": self.order.value,
+            "project": blank_to_none(self.project),
         }
 
     def run_filter(self) -> RunFilter:
@@ -112,7 +125,10 @@ class RunQuery:
             created_after=_moment(given["created_after"], "created_after"),
             created_before=_moment(given["created_before"], "created_before"),
             name=given["name"],
+            name_contains=given["name_contains"],
+            archived=self.archived,
             tags=tag_filter(self.tags),
+            projects=(given["project"],) if given["project"] is not None else self.scope,
         )
         return history_filter(flt, self.sort)
 

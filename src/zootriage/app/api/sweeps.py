@@ -6,14 +6,13 @@ progress and, once no job is left to run, its ranking; ``DELETE`` cancels the jo
 
 from __future__ import annotations
 
-import uuid
-
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from zootriage.app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
 from zootriage.app.api.errors import responses
+from zootriage.app.api.ids import SweepId
 from zootriage.app.db.paging import CREATED
 from zootriage.app.schemas.sweeps import SweepOut, SweepPage, SweepRequest
 from zootriage.app.services import sweeps as sweep_service
@@ -45,12 +44,12 @@ def get_sweeps(
     return SweepPage(items=items, next_cursor=encode_cursor(next_key, CREATED, True) if next_key else None)
 
 
-@router.get("/{sweep_id}", response_model=SweepOut, responses=responses(404, 422))
-def get_sweep(sweep_id: uuid.UUID, session: SessionDep) -> SweepOut:
+@router.get("/{sweep_id}", response_model=SweepOut, responses=responses(404, 409, 422))
+def get_sweep(sweep_id: SweepId, session: SessionDep) -> SweepOut:
     return sweep_service.find(session, sweep_id)
 
 
 @router.delete("/{sweep_id}", response_model=SweepOut, responses=responses(401, 403, 404, 409, 422))
-def cancel_sweep(sweep_id: uuid.UUID, session: SessionDep, settings: SettingsDep, _: WriteAccess) -> SweepOut:
+def cancel_sweep(_: WriteAccess, sweep_id: SweepId, session: SessionDep, settings: SettingsDep) -> SweepOut:
     """Cancel the sweep's jobs still held, queued or running; 409 when none is left."""
     return sweep_service.cancel(session, settings, sweep_id)

@@ -9,13 +9,16 @@ from zootriage.app.cli import (
     backtest,
     browse,
     client,
+    download,
     export,
+    manage,
+    projects,
     score,
     service,
-    study,
     study2,
     study3,
     sweep,
+    trends,
 )
 from zootriage.app.cli.exits import BAD_INPUT
 from zootriage.app.cli.extras import extra_for
@@ -34,13 +37,16 @@ api_keys.register(app)
 backtest.register(app)
 client.register(app)
 browse.register(app)
+download.register(app)
 export.register(app)
+manage.register(app)
+projects.register(app)
 score.register(app)
 service.register(app)
-study.register(app)
 study2.register(app)
 study3.register(app)
 sweep.register(app)
+trends.register(app)
 
 
 def main() -> None:

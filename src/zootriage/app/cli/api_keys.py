@@ -54,6 +54,10 @@ def create(
         list[Scope] | None,
         typer.Option(help="read, write or admin, each including the ones before it (default: read + write)"),
     ] = None,
+    project: Annotated[
+        list[str] | None,
+        typer.Option(help="limit the key to this project (repeat for several; default: every project)"),
+    ] = None,
     store: Annotated[
         bool,
         typer.Option(
@@ -66,31 +70,51 @@ def create(
     from zootriage.app.api_keys import create_api_key, hash_key, new_key
 
     if not store:
-        if scope:
-            raise _fail("a key given by its hash in ZOOTRIAGE_API_KEY_HASHES always has read + write")
+        if scope or project:
+            raise _fail(
+                "a key given by its hash in ZOOTRIAGE_API_KEY_HASHES always has read + write, "
+                "in every project"
+            )
         key = new_key()
         typer.echo(f"{key}\nZOOTRIAGE_API_KEY_HASHES={hash_key(key)}")
         return
     if not 1 <= len(name) <= 128 or not name.isprintable():
         raise _fail("the name must be 1 to 128 printable characters")
     with _database() as session:
-        issued = create_api_key(session, name, frozenset(scope or DEFAULT_SCOPES))
+        projects = _existing_projects(session, project) if project else None
+        issued = create_api_key(session, name, frozenset(scope or DEFAULT_SCOPES), projects)
     typer.echo(issued.key)
+
+
+def _existing_projects(session: Session, names: list[str]) -> frozenset[str]:
+    """The project names given, each checked to be a project (the default one is made if needed)."""
+    from zootriage.app.services.errors import ServiceError
+    from zootriage.app.services.projects import check_projects_exist
+
+    try:
+        check_projects_exist(session, frozenset(names))
+    except ServiceError as exc:
+        raise _fail(exc.message) from None
+    return frozenset(names)
 
 
 @keys_app.command("list")
 def list_keys() -> None:
-    """Every key: id, name, scopes, created, last used, revoked (never the secret)."""
+    """Every key: id, name, scopes, projects, created, last used, revoked (never the secret)."""
     from zootriage.app.api_keys import list_api_keys
 
-    typer.echo(f"{'id':>5}  {'name':<24} {'scopes':<18} {'created':<19}  {'last used':<19}  revoked")
+    typer.echo(
+        f"{'id':>5}  {'name':<24} {'scopes':<18} {'projects':<18} {'created':<19}  {'last used':<19}  "
+        "revoked"
+    )
     with _database() as session:
         after = 0
         while rows := list_api_keys(session, after_id=after, limit=LIST_PAGE):
             for row in rows:
+                projects = "(all)" if row.projects is None else ",".join(row.projects)
                 typer.echo(
-                    f"{row.id:>5}  {row.name:<24} {','.join(row.scopes):<18} {_when(row.created_at):<19}  "
-                    f"{_when(row.last_used_at):<19}  {_when(row.revoked_at)}"
+                    f"{row.id:>5}  {row.name:<24} {','.join(row.scopes):<18} {projects:<18} "
+                    f"{_when(row.created_at):<19}  {_when(row.last_used_at):<19}  {_when(row.revoked_at)}"
                 )
             after = rows[-1].id
 

@@ -1,13 +1,14 @@
 """Client commands that read and manage what a service holds: ``history``, ``show``, ``label``,
-``gates`` and ``cancel``. Like every client command they import only httpx, typer, rich and pydantic, take
-``--url``/``--api-key`` (or ``ZOOTRIAGE_URL``/``ZOOTRIAGE_API_KEY``), print ``--json`` on request and
-exit 2 with one line on any error.
+``gates`` and ``cancel`` (``archive``, ``restore``, ``uploads`` and ``jobs`` are in ``app.cli.manage``).
+Like every client command they import only httpx, typer, rich and pydantic, take ``--url``/``--api-key``
+(or ``ZOOTRIAGE_URL``/``ZOOTRIAGE_API_KEY``), print ``--json`` on request and exit 2 with one line on
+any error. An id is sent as the user typed it: the service takes a unique prefix of 8 or more hex
+digits as well as the full id, and says when a prefix is ambiguous.
 """
 
 from __future__ import annotations
 
 import sys
-import uuid
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -20,6 +21,7 @@ from zootriage.app.cli.client import (
     ApiKey,
     AsJson,
     Client,
+    ProjectOpt,
     ServiceError,
     Url,
     _errors_exit,
@@ -27,12 +29,14 @@ from zootriage.app.cli.client import (
     _print_json,
     _warn,
     err,
+    id_path,
     out,
     tag_map,
 )
 from zootriage.app.cli.tables import Column, fitted_table
 
 HISTORY_MARKERS = ("dimension", "utilization", "id_accuracy", "logme")
+RUN_ID_HELP = "run id (as history prints it), or its first 8 or more hex digits"
 
 
 class Order(StrEnum):
@@ -40,12 +44,10 @@ class Order(StrEnum):
     desc = "desc"
 
 
-def _uuid(value: str, what: str) -> str:
-    """A full id as the service prints it; a short one cannot be looked up."""
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        raise ServiceError(f"{what} {value!r} is not an id: the full id, as history prints it") from None
+class ArchivedRuns(StrEnum):
+    exclude = "exclude"
+    include = "include"
+    only = "only"
 
 
 def _tags(tags: dict[str, str]) -> str:
@@ -62,6 +64,12 @@ def history(
     api_key: ApiKey = None,
     architecture: Annotated[str | None, typer.Option(help="only this architecture")] = None,
     name: Annotated[str | None, typer.Option(help="only runs with this name")] = None,
+    search: Annotated[
+        str | None, typer.Option("--search", help="only runs whose name contains this text, in any case")
+    ] = None,
+    archived: Annotated[
+        ArchivedRuns, typer.Option(help="exclude archived runs (default), include them, or only them")
+    ] = ArchivedRuns.exclude,
     tag: Annotated[list[str] | None, typer.Option(help="only key=value runs; repeat: all must hold")] = None,
     marker: Annotated[
         str | None, typer.Option(help="filter on this marker with --min/--max (runs without it drop out)")
@@ -79,6 +87,7 @@ def history(
         str | None, typer.Option(help="markers to show, comma-separated (default: the sort marker and "
                                  + ", ".join(HISTORY_MARKERS) + ")")
     ] = None,
+    project: ProjectOpt = None,
     as_json: AsJson = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="the whole filtered history as CSV")] = False,
 ) -> None:
@@ -86,9 +95,11 @@ def history(
     with _errors_exit():
         client = Client(url, api_key)
         given = {
-            "architecture": architecture, "name": name, "tag": tag, "marker": marker, "min": marker_min,
+            "architecture": architecture, "name": name, "name_contains": search, "tag": tag,
+            "archived": None if archived is ArchivedRuns.exclude else archived.value, "marker": marker,
+            "min": marker_min,
             "max": marker_max, "weights": weights, "created_after": created_after,
-            "created_before": created_before, "cursor": cursor,
+            "created_before": created_before, "cursor": cursor, "project": project,
         }
         params: dict[str, Any] = {
             "sort": sort, "order": order.value, "limit": limit,
@@ -116,6 +127,7 @@ def history(
         rows = []
         for run in page["items"]:
             label = escape(run["label"]) + (" [yellow](!)[/yellow]" if run["warnings"] else "")
+            label += " [dim](archived)[/dim]" if run.get("archived_at") else ""
             rows.append([
                 run["id"], run["created_at"][:19].replace("T", " "), label,
                 escape(run["architecture"] or "-"), escape(_tags(run["tags"])),
@@ -135,7 +147,7 @@ def _noise(value: float | None, std: float | None) -> str:
 
 
 def show(
-    run_id: Annotated[str, typer.Argument(help="run id (as history prints it)")],
+    run_id: Annotated[str, typer.Argument(help=RUN_ID_HELP)],
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     as_json: AsJson = False,
@@ -143,7 +155,7 @@ def show(
     """One run: what was scored and how, and every marker with its std over the GLUE repeats."""
     with _errors_exit():
         client = Client(url, api_key)
-        run = client.call("GET", f"/v1/runs/{_uuid(run_id, 'run')}").json()
+        run = client.call("GET", f"/v1/runs/{id_path(run_id)}").json()
     if as_json:
         _print_json(run)
         return
@@ -163,6 +175,8 @@ def show(
         ("timings", ", ".join(f"{k} {v:.1f}s" for k, v in run["timings"].items()
                               if isinstance(v, int | float))),
         ("tags", _tags(run["tags"]) or "-"),
+        ("description", run.get("description") or "-"),
+        *([("archived", run["archived_at"][:19].replace("T", " "))] if run.get("archived_at") else []),
     ]
     for key, value in facts:
         out.print(f"[bold]{key:<12}[/bold] {escape(str(value))}")
@@ -211,12 +225,13 @@ def gates(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="rows (one page)")] = 20,
     cursor: Annotated[str | None, typer.Option(help="the next page, as the previous one printed")] = None,
+    project: ProjectOpt = None,
     as_json: AsJson = False,
 ) -> None:
     """Gate decisions, newest first: status, the two sides and the rules that did not pass."""
     with _errors_exit():
         client = Client(url, api_key)
-        params: dict[str, Any] = {"limit": limit}
+        params: dict[str, Any] = {"limit": limit, **({"project": project} if project else {})}
         if passed is not None:
             params["passed"] = str(passed).lower()
         if cursor:
@@ -245,7 +260,7 @@ def gates(
 
 
 def cancel(
-    job_id: Annotated[str, typer.Argument(help="job id (as submit printed it)")],
+    job_id: Annotated[str, typer.Argument(help="job id (as submit printed it), or its first 8+ hex digits")],
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     as_json: AsJson = False,
@@ -253,7 +268,7 @@ def cancel(
     """Cancel a queued or running job (a job that has finished cannot be: exit 2)."""
     with _errors_exit():
         client = Client(url, api_key)
-        job = client.call("DELETE", f"/v1/jobs/{_uuid(job_id, 'job')}").json()
+        job = client.call("DELETE", f"/v1/jobs/{id_path(job_id)}").json()
     if as_json:
         _print_json(job)
         return
@@ -261,27 +276,41 @@ def cancel(
 
 
 def label(
-    run_id: Annotated[str, typer.Argument(help="run id (as history prints it)")],
+    run_id: Annotated[str, typer.Argument(help=RUN_ID_HELP)],
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     name: Annotated[str | None, typer.Option("--name", help="the run's new name")] = None,
     clear_name: Annotated[bool, typer.Option("--clear-name", help="remove the run's name")] = False,
+    description: Annotated[
+        str | None, typer.Option("--description", help="the run's new free-text description")
+    ] = None,
+    clear_description: Annotated[
+        bool, typer.Option("--clear-description", help="remove the run's description")
+    ] = False,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="key=value to set, repeatable")] = None,
     untag: Annotated[list[str] | None, typer.Option("--untag", help="tag key to remove, repeatable")] = None,
     as_json: AsJson = False,
 ) -> None:
-    """Rename or retag a run after scoring (labels change no number); other tags stay as they are."""
+    """Rename, describe or retag a run after scoring (labels change no number); other tags stay as they
+    are."""
     with _errors_exit():
         if name is not None and clear_name:
             raise ServiceError("--name and --clear-name contradict each other: give one")
+        if description is not None and clear_description:
+            raise ServiceError("--description and --clear-description contradict each other: give one")
         tags: dict[str, str | None] = {**tag_map(tag), **dict.fromkeys(untag or [])}
-        if name is None and not clear_name and not tags:
-            raise ServiceError("nothing to change: give --name, --clear-name, --tag or --untag")
+        if name is None and not clear_name and description is None and not clear_description and not tags:
+            raise ServiceError(
+                "nothing to change: give --name, --clear-name, --description, --clear-description, --tag "
+                "or --untag"
+            )
         patch: dict[str, Any] = {"tags": tags}
         if name is not None or clear_name:
             patch["name"] = name
+        if description is not None or clear_description:
+            patch["description"] = description
         client = Client(url, api_key)
-        run = client.call("PATCH", f"/v1/runs/{_uuid(run_id, 'run')}", json=patch).json()
+        run = client.call("PATCH", f"/v1/runs/{id_path(run_id)}", json=patch).json()
     if as_json:
         _print_json(run)
         return

@@ -20,9 +20,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
+from urllib.parse import quote
 
 import httpx
 import typer
@@ -30,6 +30,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from zootriage.app.cli.scoring_options import (
+    NT,
+    Classes,
+    Dataset,
+    PerClass,
+    PointsPerClass,
+    Repeats,
+    Scoring,
+    Seed,
+    Split,
+)
 
 PASSED, FAILED, ERROR, INCONCLUSIVE = 0, 1, 2, 3
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -39,31 +51,12 @@ GATE_RESULT = {
 MODEL_HELP = (
     "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 (local files are uploaded)"
 )
-DATASET_HELP = "builtin:NAME, folder:PATH, torchvision:CLASS:PATH or archive:PATH (on the server)"
 
 err = Console(stderr=True)
 out = Console()
 
 Url = Annotated[str, typer.Option("--url", envvar="ZOOTRIAGE_URL", help="service URL")]
 ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="ZOOTRIAGE_API_KEY", help="write key")]
-Dataset = Annotated[str, typer.Option(help=DATASET_HELP)]
-Classes = Annotated[int | None, typer.Option(help="classes to sample (default: all)")]
-PerClass = Annotated[
-    int | None,
-    typer.Option(help="images per class (default: points per class × repeats, up to each class)"),
-]
-Split = Annotated[str | None, typer.Option(help="dataset split (default: the dataset's own)")]
-Seed = Annotated[int, typer.Option(help="seed of the sampling and of the markers")]
-NT = Annotated[int, typer.Option("--n-t", help="GLUE draws")]
-PointsPerClass = Annotated[int, typer.Option(help="GLUE points per class")]
-Repeats = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        help="GLUE repeats (default: the server's): markers get a std and decisions must beat it; "
-        "1 gives no noise estimate, so geometry never decides",
-    ),
-]
 TriageRule = Annotated[
     str | None,
     typer.Option(
@@ -76,6 +69,12 @@ Timeout = Annotated[float, typer.Option(help="seconds to wait for the answer")]
 AsJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
 RunName = Annotated[str | None, typer.Option("--name", help="a name for the run")]
 RunTags = Annotated[list[str] | None, typer.Option("--tag", help="key=value for the run, repeatable")]
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--project", envvar="ZOOTRIAGE_PROJECT", help="the project to work in (default: the default project)"
+    ),
+]
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
@@ -153,7 +152,8 @@ def model_json(
     """A model reference string as the API's JSON; a checkpoint naming a local file is uploaded first.
     ``preprocess`` (JSON) and ``label_space`` go into a checkpoint's reference, whether it names a
     local file or an upload id (``ckpt:<id>`` or ``ckpt:<id>.pt2``), so they are part of the job's
-    request and of its run's key. ``run:ID`` names a stored run (gates only)."""
+    request and of its run's key. ``run:ID`` names a stored run and ``alias:NAME`` the run an alias of
+    the gate's project points to (gates only)."""
     from zootriage.core.zoo.refs import CheckpointRef, parse_model_ref, validate_model_ref
 
     given = {"preprocess": _preprocess(preprocess), "label_space": label_space}
@@ -162,6 +162,10 @@ def model_json(
         if options:
             raise ServiceError("--preprocess and --label-space do not apply to a stored run (run:ID)")
         return {"source": "run", "id": text.removeprefix("run:")}
+    if text.startswith("alias:"):
+        if options:
+            raise ServiceError("--preprocess and --label-space do not apply to an alias (alias:NAME)")
+        return {"source": "alias", "name": text.removeprefix("alias:")}
     bare = UPLOAD_ID.match(text)
     if bare and not Path(bare.group(1)).is_file():
         text += ".pt2"  # an upload's id as the service prints it: under ckpt: only a program stands alone
@@ -179,6 +183,15 @@ def model_json(
     return ref.model_dump(mode="json", exclude_none=True)
 
 
+def id_path(typed: str) -> str:
+    """An id as the user typed it (the full id or a prefix: the service resolves it), as one path
+    segment: escaped, so that no text can reach another route."""
+    text = typed.strip()
+    if text in ("", ".", ".."):
+        raise ServiceError(f"{typed!r} is not an id")
+    return quote(text, safe="")
+
+
 def tag_map(tags: list[str] | None) -> dict[str, str]:
     """``--tag key=value`` options as the API's tags (the service checks the grammar)."""
     pairs = [text.partition("=") for text in tags or []]
@@ -191,50 +204,6 @@ def tag_map(tags: list[str] | None) -> dict[str, str]:
 def _warn(label: str, warnings: list[str]) -> None:
     for warning in warnings:
         err.print(f"[yellow]warning[/yellow] {escape(label)}: {escape(warning)}")
-
-
-@dataclass(frozen=True)
-class Scoring:
-    dataset: str
-    classes: int | None
-    per_class: int | None
-    split: str | None
-    seed: int
-    n_t: int
-    points_per_class: int
-    repeats: int | None
-
-    def body(self) -> dict[str, Any]:
-        from zootriage.core.data.refs import parse_dataset_ref
-
-        sampling = {
-            "classes": self.classes,
-            **({"per_class": self.per_class} if self.per_class is not None else {}),
-            "seed": self.seed,
-            "split": self.split,
-        }
-        protocol = {
-            "n_t": self.n_t,
-            "seed": self.seed,
-            "points_per_class": self.points_per_class,
-            **({"repeats": self.repeats} if self.repeats is not None else {}),
-        }
-        dataset = parse_dataset_ref(self.dataset).model_dump(mode="json")
-        return {"dataset": dataset, "sampling": sampling, "protocol": protocol}
-
-    def query(self) -> dict[str, Any]:
-        query = {
-            "dataset": self.dataset,
-            **({"per_class": self.per_class} if self.per_class is not None else {}),
-            "seed": self.seed,
-            "n_t": self.n_t,
-            "points_per_class": self.points_per_class,
-            **({"repeats": self.repeats} if self.repeats is not None else {}),
-        }
-        return {
-            **query,
-            **{k: v for k, v in (("classes", self.classes), ("split", self.split)) if v is not None},
-        }
 
 
 class JobBars:
@@ -291,6 +260,11 @@ def answered(client: Client, ask: Callable[[], httpx.Response], timeout: float) 
         follow(client, [job["id"] for job in response.json()["jobs"]], deadline)
 
 
+def project_params(project: str | None) -> dict[str, str]:
+    """``?project=`` when a project is named (the server's default project otherwise)."""
+    return {"project": project} if project else {}
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
@@ -312,9 +286,9 @@ def submit(
     classes: Classes = None,
     per_class: PerClass = None,
     split: Split = None,
-    seed: Seed = 0,
-    n_t: NT = 1000,
-    points_per_class: PointsPerClass = 50,
+    seed: Seed = None,
+    n_t: NT = None,
+    points_per_class: PointsPerClass = None,
     repeats: Repeats = None,
     name: RunName = None,
     tag: RunTags = None,
@@ -322,6 +296,7 @@ def submit(
         str | None, typer.Option(help="Preprocess JSON for an uploaded .pt2 (overrides its own)")
     ] = None,
     label_space: Annotated[str | None, typer.Option(help="label space of an uploaded file")] = None,
+    project: ProjectOpt = None,
     as_json: AsJson = False,
 ) -> None:
     """Queue a scoring job; prints the job id (or the run id when it was already computed)."""
@@ -337,7 +312,7 @@ def submit(
             "name": name,
             "tags": tags,
         }
-        answer = client.call("POST", "/v1/jobs", json=body)
+        answer = client.call("POST", "/v1/jobs", json=body, params=project_params(project))
         if answer.status_code == 200 and (name is not None or tags):
             answer = relabel(client, answer.json(), name, tags)
         if as_json:  # the run (200, already computed) or the queued job (202)
@@ -358,7 +333,7 @@ def relabel(client: Client, run: dict[str, Any], name: str | None, tags: dict[st
 
 
 def status(
-    job_id: Annotated[str, typer.Argument(help="job id")],
+    job_id: Annotated[str, typer.Argument(help="job id, or its first 8 or more hex digits")],
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     watch: Annotated[bool, typer.Option("--watch/--no-watch", help="follow until it finishes")] = True,
@@ -369,9 +344,9 @@ def status(
     with _errors_exit():
         client = Client(url, api_key)
         if watch:
-            job = follow(client, [job_id], time.monotonic() + timeout)[0]
+            job = follow(client, [id_path(job_id)], time.monotonic() + timeout)[0]
         else:
-            job = client.call("GET", f"/v1/jobs/{job_id}").json()
+            job = client.call("GET", f"/v1/jobs/{id_path(job_id)}").json()
         if as_json:
             _print_json(job)
             return
@@ -394,9 +369,9 @@ def recommend(
     classes: Classes = None,
     per_class: PerClass = None,
     split: Split = None,
-    seed: Seed = 0,
-    n_t: NT = 1000,
-    points_per_class: PointsPerClass = 50,
+    seed: Seed = None,
+    n_t: NT = None,
+    points_per_class: PointsPerClass = None,
     repeats: Repeats = None,
     rule: TriageRule = None,
     timeout: Timeout = 3600,
@@ -408,8 +383,9 @@ def recommend(
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         query = {**scoring.query(), **({"rule": rule} if rule else {})}
+        # POST queues the runs the verdict still needs (202 with their jobs), then answers it.
         answer = answered(
-            client, lambda: client.call("GET", f"/v1/recommendations/{arch}", params=query), timeout
+            client, lambda: client.call("POST", f"/v1/recommendations/{arch}", params=query), timeout
         )
         if as_json:
             _print_json(answer)
@@ -471,11 +447,12 @@ def rank(
     classes: Classes = None,
     per_class: PerClass = None,
     split: Split = None,
-    seed: Seed = 0,
-    n_t: NT = 1000,
-    points_per_class: PointsPerClass = 50,
+    seed: Seed = None,
+    n_t: NT = None,
+    points_per_class: PointsPerClass = None,
     repeats: Repeats = None,
     rule: TriageRule = None,
+    project: ProjectOpt = None,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
@@ -486,7 +463,9 @@ def rank(
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         named = {"rule": rule} if rule else {}
         body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body(), **named}
-        answer = answered(client, lambda: client.call("POST", "/v1/rankings", json=body), timeout)
+        where = project_params(project)
+        ask = lambda: client.call("POST", "/v1/rankings", json=body, params=where)  # noqa: E731
+        answer = answered(client, ask, timeout)
         if as_json:
             _print_json(answer)
             return
@@ -522,17 +501,12 @@ def rank(
         _print_advice(answer.get("advice"))
 
 
-# Options a gate sends only when given: the server's defaults are the same, and a stored run's own
-# sampling and protocol stand where they are left out.
-GATE_DEFAULT = "(default: %s, or a run:ID side's own)"
-GateSeed = Annotated[
-    int | None, typer.Option(help=f"seed of the sampling and of the markers {GATE_DEFAULT % 0}")
-]
-
-
 def gate(
     candidate: Annotated[str, typer.Option(help=MODEL_HELP)],
-    baseline: Annotated[str, typer.Option(help=f"{MODEL_HELP}, or run:ID of a stored run")],
+    baseline: Annotated[
+        str,
+        typer.Option(help=f"{MODEL_HELP}, run:ID of a stored run, or alias:NAME of the project's alias"),
+    ],
     rule: Annotated[list[str], typer.Option(help="'metric: kind threshold', repeatable")],
     dataset: Dataset,
     url: Url = DEFAULT_URL,
@@ -540,12 +514,11 @@ def gate(
     classes: Classes = None,
     per_class: PerClass = None,
     split: Split = None,
-    seed: GateSeed = None,
-    n_t: Annotated[int | None, typer.Option("--n-t", help=f"GLUE draws {GATE_DEFAULT % 1000}")] = None,
-    points_per_class: Annotated[
-        int | None, typer.Option(help=f"GLUE points per class {GATE_DEFAULT % 50}")
-    ] = None,
+    seed: Seed = None,
+    n_t: NT = None,
+    points_per_class: PointsPerClass = None,
     repeats: Repeats = None,
+    project: ProjectOpt = None,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
@@ -554,19 +527,16 @@ def gate(
     (run:ID) lends the gate its own sampling and protocol: options given must agree with them."""
     with _errors_exit():
         client = Client(url, api_key)
-        from zootriage.core.data.refs import parse_dataset_ref
-
-        given = {"classes": classes, "per_class": per_class, "seed": seed, "split": split}
-        settings = {"n_t": n_t, "seed": seed, "points_per_class": points_per_class, "repeats": repeats}
+        # Only the options given: a stored run's own sampling and protocol stand where they are left out.
+        scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         body = {
             "candidate": model_json(client, candidate),
             "baseline": model_json(client, baseline),
             "rules": rule,
-            "dataset": parse_dataset_ref(dataset).model_dump(mode="json"),
-            "sampling": {k: v for k, v in given.items() if v is not None},
-            "protocol": {k: v for k, v in settings.items() if v is not None},
+            **scoring.body(),
         }
-        answer = answered(client, lambda: client.call("POST", "/v1/gates", json=body), timeout)
+        where = project_params(project)
+        answer = answered(client, lambda: client.call("POST", "/v1/gates", json=body, params=where), timeout)
     if as_json:
         _print_json(answer)
     else:
@@ -583,6 +553,11 @@ def gate(
         sides = f"{escape(_fmt(answer['candidate_label']))} against {escape(_fmt(answer['baseline_label']))}"
         verdict = f"{answer['status'].upper()} ({escape(answer['noise_test'])})"
         out.print(f"gate {answer['id']}: {sides}: {verdict}")
+        if answer.get("baseline_alias"):
+            out.print(
+                f"baseline: alias {escape(answer['baseline_alias'])} of project {escape(answer['project'])} "
+                f"→ run {answer['baseline_run_id']}"
+            )
         for line in dict.fromkeys(r["evidence"] for r in answer["rules"] if r.get("evidence")):
             out.print(f"evidence: {escape(line)}")
     for r in answer["rules"]:

@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import case, select, update
 from sqlalchemy.orm import Session
 
+from zootriage.app.db import project_queries
 from zootriage.app.db.models import Job, JobStatus
 
 QUEUED, RUNNING = JobStatus.queued.value, JobStatus.running.value
@@ -222,7 +223,10 @@ def finish(
     }
     if duration_s is not None:
         values["duration_s"] = duration_s
-    return _move(session, job_id, Event.FINISH, values, publication)
+    moved = _move(session, job_id, Event.FINISH, values, publication)
+    if moved.moved and run_id is not None:  # the run joins the projects that asked for it
+        project_queries.join_finished_job(session, job_id, run_id)
+    return moved
 
 
 def fail(

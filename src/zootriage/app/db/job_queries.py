@@ -1,15 +1,18 @@
 """The jobs repository: a job by id, by active request key or by idempotency key, the newest run of a
-request key, and what the home page lists. (A job's state changes in ``app.db.job_lifecycle``.)"""
+request key, what the home page lists, and the list of every job by keyset (``app.db.paging``),
+newest first. (A job's state changes in ``app.db.job_lifecycle``.)"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.models import ACTIVE_STATUSES, Job, Run
+from zootriage.app.db.models import ACTIVE_STATUSES, Job, JobStatus, Run
+from zootriage.app.db.paging import PageKey, rows_after, split_page
 
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
 
@@ -52,3 +55,25 @@ def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Jo
         select(Job).where(Job.status.not_in(_ACTIVE)).order_by(newest).limit(recent)
     ).all()
     return list(running), list(finished)
+
+
+def list_jobs(
+    session: Session,
+    *,
+    limit: int,
+    after: PageKey | None = None,
+    status: JobStatus | None = None,
+    projects: Collection[int] | None = None,
+) -> tuple[list[Job], PageKey | None]:
+    """One page of jobs (of one status, and of these projects, when given), newest first, and the key
+    to continue from (None on the last page)."""
+    query = select(Job)
+    if projects is not None:
+        query = query.where(Job.project_id.in_(list(projects)))
+    if status is not None:
+        query = query.where(Job.status == status.value)
+    if after is not None:
+        query = query.where(rows_after(Job.created_at, Job.id, after, descending=True))
+    rows = session.scalars(query.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)).all()
+    page, end = split_page(rows, limit)
+    return page, (PageKey(end.created_at, end.id) if end is not None else None)

@@ -1,4 +1,5 @@
-"""The tables: uploaded checkpoints, jobs, runs and their markers and tags, API keys, page sessions.
+"""The tables: uploaded checkpoints, jobs, runs and their markers and tags, API keys, page sessions,
+projects (with their runs) and baseline aliases (with their history).
 
 Markers are one row per (run, name) rather than a JSON blob so that the history can be filtered and
 sorted by any marker with an index. A run is identified by its run key (weights content hash, dataset
@@ -29,11 +30,30 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from zootriage.app.db.base import Base, BigId, JsonDoc, UtcDateTime
 from zootriage.app.labels import NAME_CHARS, TAG_KEY_CHARS, TAG_VALUE_CHARS
+from zootriage.app.project_names import DEFAULT_PROJECT, SLUG_CHARS
 from zootriage.core.protocol import Protocol
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def default_project_id(context: Any) -> int:
+    """The id of the ``default`` project (made here when missing), for a job or gate inserted without
+    one: whatever names no project lands in the default project, as every row did before projects."""
+    conn = context.connection
+    find = text(f"SELECT id FROM projects WHERE name = '{DEFAULT_PROJECT}'")
+    found = conn.execute(find).scalar()
+    if found is None:
+        conn.execute(
+            text(
+                "INSERT INTO projects (name, description, created_at) VALUES (:name, :about, :now) "
+                "ON CONFLICT (name) DO NOTHING"
+            ),
+            {"name": DEFAULT_PROJECT, "about": "what was asked without naming a project", "now": utcnow()},
+        )
+        found = conn.execute(find).scalar_one()
+    return int(found)
 
 
 class JobStatus(enum.StrEnum):
@@ -54,6 +74,7 @@ class Checkpoint(Base):
     """An uploaded weights file, stored under its sha256, which is also its public id."""
 
     __tablename__ = "checkpoints"
+    __table_args__ = (Index("ix_checkpoints_created_at_sha256", "created_at", "sha256"),)  # the uploads list
 
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     size_bytes: Mapped[int] = mapped_column(BigId)
@@ -93,6 +114,10 @@ class Run(Base):
     n_images: Mapped[int]
     timings: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    # A free text about the run, editable like its name (``app.labels.DESCRIPTION_CHARS`` at most).
+    description: Mapped[str | None] = mapped_column(Text)
+    # Set: hidden from listings, rankings from stored runs, recommendations and trends; still found by id.
+    archived_at: Mapped[datetime | None] = mapped_column(Timestamp, index=True)
 
     markers: Mapped[list[Marker]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="Marker.name", lazy="raise"
@@ -163,6 +188,7 @@ class Job(Base):
             postgresql_where=text(f"status IN ({_ACTIVE_VALUES})"),
             sqlite_where=text(f"status IN ({_ACTIVE_VALUES})"),
         ),
+        Index("ix_jobs_created_at_id", "created_at", "id"),  # the jobs list, newest first
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
@@ -207,6 +233,10 @@ class Job(Base):
         ForeignKey("sweeps.id", ondelete="SET NULL"), index=True
     )
     published_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # The project it was asked in; the run it produces or reuses joins that project (``ProjectRun``).
+    project_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("projects.id"), index=True, default=default_project_id
+    )
 
 
 class Sweep(Base):
@@ -265,6 +295,8 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(Timestamp)
     revoked_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # The project names the key may see and write; None: every project.
+    projects: Mapped[list[str] | None] = mapped_column(JsonDoc)
 
 
 class Gate(Base):
@@ -292,6 +324,17 @@ class Gate(Base):
     # passed, failed or inconclusive (no rule failed, but one could not decide beyond the noise).
     status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    project_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("projects.id"), index=True, default=default_project_id
+    )
+    # The alias the baseline was named by (``alias:NAME``); ``baseline_run_id`` is the run it pointed to.
+    baseline_alias: Mapped[str | None] = mapped_column(String(SLUG_CHARS))
+
+    project: Mapped[Project] = relationship(lazy="joined")
+
+    @property
+    def project_name(self) -> str:
+        return self.project.name
 
 
 class PageSession(Base):
@@ -306,3 +349,77 @@ class PageSession(Base):
     key_hash: Mapped[str] = mapped_column(String(64), index=True)
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(Timestamp, index=True)
+
+
+class Project(Base):
+    """A namespace for jobs, gates and aliases, like an experiment; ``default`` holds whatever was
+    asked without naming one (``app.project_names.DEFAULT_PROJECT``)."""
+
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(SLUG_CHARS), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class ProjectRun(Base):
+    """A run's membership of a project. A run is stored once (its run key is unique across users), so
+    it belongs to every project in which a job produced or reused it; ``created_at`` is when it joined."""
+
+    __tablename__ = "project_runs"
+
+    project_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class ProjectJob(Base):
+    """A project that asked for a job of another project while it was active (the same request is
+    never queued twice): the run the job produces joins this project too (``app.db.project_queries``)."""
+
+    __tablename__ = "project_jobs"
+
+    project_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class Alias(Base):
+    """A name for a run within a project (``production``, ``baseline``), moved by ``alias set``; a gate
+    against ``alias:NAME`` compares with the run it points to when the gate is asked. ``run_id`` is
+    None only when that run was deleted since."""
+
+    __tablename__ = "aliases"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_aliases_project_id_name"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    project_id: Mapped[int] = mapped_column(BigId, ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(SLUG_CHARS))
+    run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class AliasEvent(Base):
+    """One move of an alias, for audit: from which run to which, by which key, when. The run ids are
+    plain values (no foreign key) so that the history still says what happened after a run is gone."""
+
+    __tablename__ = "alias_events"
+    __table_args__ = (Index("ix_alias_events_alias_id_created_at_id", "alias_id", "created_at", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    alias_id: Mapped[int] = mapped_column(BigId, ForeignKey("aliases.id", ondelete="CASCADE"))
+    from_run_id: Mapped[uuid.UUID | None]
+    to_run_id: Mapped[uuid.UUID]
+    # The key's name and id (None for a key given by hash in the settings, or no key on an open server).
+    actor: Mapped[str | None] = mapped_column(String(128))
+    actor_key_id: Mapped[int | None] = mapped_column(BigId)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

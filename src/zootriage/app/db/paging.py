@@ -1,4 +1,4 @@
-"""Keyset paging, the one way every list in the service pages: runs, gates and API keys.
+"""Keyset paging, the one way every list in the service pages: runs, gates, jobs, uploads and API keys.
 
 A page is the rows after the previous page's last ``(key, id)`` in the list's order, fetched with
 ``WHERE (key, id) < (last_key, last_id)`` (``>`` ascending) and ``LIMIT size + 1``: the extra row says
@@ -24,10 +24,10 @@ Column = ColumnElement[Any] | QueryableAttribute[Any]
 
 @dataclass(frozen=True)
 class PageKey:
-    """Where the previous page ended: its sort value and row id."""
+    """Where the previous page ended: its sort value and row id (an upload's id is its sha256 text)."""
 
     value: Any
-    row_id: uuid.UUID
+    row_id: uuid.UUID | str
 
 
 def rows_after(

@@ -1,5 +1,9 @@
 """The runs repository: the history query (filters, sorting by creation time or by any marker, keyset
-paging through ``app.db.paging``), a run with its markers, and the markers of many runs at once."""
+paging through ``app.db.paging``), a run with its markers, and the markers of many runs at once.
+
+Archived runs (``archived_at`` set) are left out of a history query unless it asks for them
+(``Archived``); ``not_archived`` is the one condition every implicit choice of runs (stored-run
+recommendations, trends) adds, while a run asked for by id is always found."""
 
 from __future__ import annotations
 
@@ -7,13 +11,28 @@ import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Select, and_, select
+from sqlalchemy import ColumnElement, Select, and_, select
 from sqlalchemy.orm import Session, aliased
 
 from zootriage.app.db.models import Checkpoint, Job, Marker, Run, RunTag
 from zootriage.app.db.paging import CREATED, PageKey, rows_after, split_page
+from zootriage.app.db.project_queries import in_projects
+
+
+class Archived(StrEnum):
+    """Which runs a history query lists: the live ones (the default), every one, or the archived only."""
+
+    exclude = "exclude"
+    include = "include"
+    only = "only"
+
+
+def not_archived() -> ColumnElement[bool]:
+    """The condition of a run that is not archived: what listings and implicit choices of runs use."""
+    return Run.archived_at.is_(None)
 
 
 @dataclass(frozen=True)
@@ -27,7 +46,11 @@ class RunFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     name: str | None = None
+    name_contains: str | None = None  # case-insensitive; % and _ are literal
     tags: tuple[tuple[str, str], ...] = ()
+    archived: Archived = Archived.exclude
+    # Only runs that joined one of these projects, by name (``app.db.project_queries``); None: any.
+    projects: tuple[str, ...] | None = None
 
 
 def _filtered(query: Select[Run, Any], flt: RunFilter) -> Select[Run, Any]:
@@ -43,6 +66,14 @@ def _filtered(query: Select[Run, Any], flt: RunFilter) -> Select[Run, Any]:
         query = query.where(Run.created_at < flt.created_before)
     if flt.name is not None:
         query = query.where(Run.name == flt.name)
+    if flt.name_contains is not None:
+        query = query.where(Run.name.icontains(flt.name_contains, autoescape=True))
+    if flt.projects is not None:
+        query = query.where(in_projects(flt.projects))
+    if flt.archived is Archived.exclude:
+        query = query.where(not_archived())
+    elif flt.archived is Archived.only:
+        query = query.where(Run.archived_at.is_not(None))
     for key, value in flt.tags:  # every tag must hold: one indexed EXISTS each (ix_run_tags_key_value_run_id)
         tagged = aliased(RunTag)
         holds = [tagged.run_id == Run.id, tagged.key == key, tagged.value == value]
@@ -98,6 +129,19 @@ def marker_values(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.U
     return grouped
 
 
+def marker_values_and_stds(
+    session: Session, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, dict[str, tuple[float | None, float | None]]]:
+    """(value, std) of every marker of the given runs in one query, as plain tuples (the CSV export)."""
+    Cells = dict[str, tuple[float | None, float | None]]
+    grouped: dict[uuid.UUID, Cells] = {run_id: {} for run_id in run_ids}
+    if run_ids:
+        query = select(Marker.run_id, Marker.name, Marker.value, Marker.std).where(Marker.run_id.in_(run_ids))
+        for run_id, name, value, std in session.execute(query):
+            grouped[run_id][name] = (value, std)
+    return grouped
+
+
 def markers_of(session: Session, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Marker]]:
     """Full marker rows (std, applicability, version) of the given runs in one query."""
     grouped: dict[uuid.UUID, list[Marker]] = {run_id: [] for run_id in run_ids}
@@ -146,10 +190,11 @@ def run_for_update(session: Session, run_id: uuid.UUID) -> Run | None:
     return session.get(Run, run_id, with_for_update=True)
 
 
-def set_labels(run: Run, name: str | None, tags: dict[str, str]) -> None:
-    """Give the run this name and exactly these tags: kept keys are updated in place and only others
-    inserted or deleted, so no flush ever holds one key twice (``uq_run_tags_run_id_key``)."""
+def set_labels(run: Run, name: str | None, tags: dict[str, str], *, description: str | None) -> None:
+    """Give the run this name, description and exactly these tags: kept keys are updated in place and
+    only others inserted or deleted, so no flush ever holds one key twice (``uq_run_tags_run_id_key``)."""
     run.name = name
+    run.description = description
     kept = [tag for tag in run.tags if tag.key in tags]
     for tag in kept:
         tag.value = tags[tag.key]
@@ -166,3 +211,19 @@ def run_with_markers(session: Session, run_id: uuid.UUID) -> RunWithMarkers | No
 def latest_job_of(session: Session, run_id: uuid.UUID) -> Job | None:
     """The newest job that produced or found this run (its timings and attempts), or None."""
     return session.scalar(select(Job).where(Job.run_id == run_id).order_by(Job.created_at.desc()).limit(1))
+
+
+def set_archived(run: Run, when: datetime | None) -> None:
+    """Archive the run at ``when`` (kept if it already is: the first archiving is the one recorded), or
+    restore it (``None``). Nothing else of the run changes."""
+    if when is None or run.archived_at is None:
+        run.archived_at = when
+
+
+def archived_among(session: Session, run_ids: Collection[uuid.UUID | None]) -> dict[uuid.UUID, datetime]:
+    """When each archived run among ``run_ids`` was archived (runs not archived, or gone, are absent)."""
+    ids = [run_id for run_id in run_ids if run_id is not None]
+    if not ids:
+        return {}
+    query = select(Run.id, Run.archived_at).where(Run.id.in_(ids), Run.archived_at.is_not(None))
+    return {run_id: when for run_id, when in session.execute(query) if when is not None}

@@ -14,15 +14,17 @@ from sqlalchemy.orm import Session
 
 from zootriage.app.db.models import Gate, Run
 from zootriage.app.db.paging import PageKey, rows_after, split_page
+from zootriage.app.db.run_queries import not_archived
 
 
 def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> dict[str, Run]:
-    """The newest stored run of each request key (keys with none are absent), by the indexed column."""
+    """The newest stored run of each request key that is not archived (keys with none are absent), by
+    the indexed column: what the stored-run recommendations show, so an archived run drops out of them."""
     if not request_keys:
         return {}
     query = (
         select(Run)
-        .where(Run.request_key.in_(list(request_keys)))
+        .where(Run.request_key.in_(list(request_keys)), not_archived())
         .order_by(Run.created_at.desc(), Run.id.desc())
     )
     newest: dict[str, Run] = {}
@@ -43,10 +45,18 @@ def save_gate(session: Session, row: Gate) -> Gate:
 
 
 def list_gates(
-    session: Session, *, limit: int, after: PageKey | None = None, passed: bool | None = None
+    session: Session,
+    *,
+    limit: int,
+    after: PageKey | None = None,
+    passed: bool | None = None,
+    project_ids: tuple[int, ...] | None = None,
 ) -> tuple[list[Gate], PageKey | None]:
-    """One page of gate decisions, newest first, and the key to continue from (None on the last page)."""
+    """One page of gate decisions, newest first (of the projects ``project_ids`` when given), and the
+    key to continue from (None on the last page)."""
     query = select(Gate)
+    if project_ids is not None:
+        query = query.where(Gate.project_id.in_(project_ids))
     if passed is not None:
         query = query.where(Gate.passed == passed)
     if after is not None:

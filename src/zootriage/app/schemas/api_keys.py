@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from zootriage.app.api_keys import DEFAULT_SCOPES, Scope
+from zootriage.app.project_names import ProjectName
 
 
 class ApiKeyRequest(BaseModel):
@@ -14,6 +15,9 @@ class ApiKeyRequest(BaseModel):
 
     name: str = Field(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f]+$")
     scopes: list[Scope] = Field(default_factory=lambda: sorted(DEFAULT_SCOPES), min_length=1, max_length=3)
+    projects: list[ProjectName] | None = Field(
+        None, min_length=1, max_length=64, description="the projects the key may use; null: every project"
+    )
 
 
 class ApiKeyOut(BaseModel):
@@ -22,6 +26,7 @@ class ApiKeyOut(BaseModel):
     id: int
     name: str
     scopes: list[Scope]
+    projects: list[str] | None = Field(description="the projects the key may use; null: every project")
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None

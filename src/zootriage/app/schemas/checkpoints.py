@@ -1,4 +1,4 @@
-"""Bodies of the checkpoint upload."""
+"""Bodies of the checkpoint upload and of the uploads list."""
 
 from __future__ import annotations
 
@@ -38,3 +38,8 @@ class CheckpointOut(BaseModel):
     preprocess: dict[str, Any] | None = Field(description="given at upload; overrides the file's")
     label_space: str | None
     created_at: datetime
+
+
+class CheckpointPage(BaseModel):
+    items: list[CheckpointOut]
+    next_cursor: str | None

@@ -79,3 +79,8 @@ class JobOut(BaseModel):
         flat = {name: getattr(data, name) for name in cls.model_fields if name not in ("progress", "error")}
         progress = Progress(stage=data.stage, done=data.done, total=data.total)
         return {**flat, "progress": progress, "error": error}
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None

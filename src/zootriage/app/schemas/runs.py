@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from zootriage.app.db.models import Run
-from zootriage.app.labels import MAX_TAGS, TAG_KEY, Name, check_tags, run_label, warnings_of
+from zootriage.app.labels import MAX_TAGS, TAG_KEY, Description, Name, check_tags, run_label, warnings_of
 from zootriage.core.protocol import Protocol
 
 
@@ -40,6 +40,11 @@ class RunIdentity(BaseModel):
     label: str = Field(description="its name, else the uploaded file's name, else the short reference")
     name: str | None
     tags: dict[str, str]
+    description: str | None = Field(description="free text about the run, editable like its name")
+    archived_at: datetime | None = Field(
+        description="when it was archived (hidden from listings, stored-run recommendations and trends); "
+        "null: not archived"
+    )
     warnings: list[str] = Field(description="what a reader should know, e.g. that no preprocessing was given")
     architecture: str | None
     weights_sha256: str
@@ -83,13 +88,16 @@ class RunDetail(RunIdentity):
 
 class RunLabels(BaseModel):
     """A JSON merge patch (RFC 7396) of a run's labels, which describe it and change no number:
-    ``name`` replaces its name (``null`` removes it); each member of ``tags`` sets that tag, or removes
-    it when ``null``; a field left out stays as it is. Every name and tag is checked as at submit
-    (``app.labels``)."""
+    ``name`` and ``description`` replace the run's (``null`` removes them); each member of ``tags``
+    sets that tag, or removes it when ``null``; a field left out stays as it is. Every name, description
+    and tag is checked as at submit (``app.labels``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: Name | None = Field(default=None, description="the new name; null removes it")
+    description: Description | None = Field(
+        default=None, description="the new free-text description (line breaks allowed); null removes it"
+    )
     tags: dict[str, str | None] = Field(
         default_factory=dict,
         max_length=MAX_TAGS,

@@ -10,10 +10,11 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from zootriage.app.db.models import Gate
 from zootriage.app.labels import Name, Tags
+from zootriage.app.project_names import AliasName
 from zootriage.app.schemas.jobs import JobOut
 from zootriage.core.data.refs import DatasetRef, Sampling
 from zootriage.core.noise import GATE_TEST
@@ -228,14 +229,25 @@ class RankingOut(BaseModel):
 
 
 class StoredRun(BaseModel):
-    """A run already in the history, by id."""
+    """A run already in the history, by id (or a unique prefix of it: ``app.services.short_ids``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     source: Literal["run"] = "run"
-    id: uuid.UUID
+    id: str = Field(
+        min_length=1, max_length=80, description="the run's id, or its first 8 or more hex digits"
+    )
 
 
-Reference = Annotated[AnyModelRef | StoredRun, Field(discriminator="source")]
+class AliasRef(BaseModel):
+    """The run a baseline alias of the gate's project points to when the gate is asked
+    (``alias:NAME`` on the command line)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    source: Literal["alias"] = "alias"
+    name: AliasName
+
+
+Reference = Annotated[AnyModelRef | StoredRun | AliasRef, Field(discriminator="source")]
 Subject = Annotated[Reference | NamedModel, Field(union_mode="left_to_right")]
 
 
@@ -260,6 +272,12 @@ class GateRequest(BaseModel):
         description="'metric: kind threshold', kind one of min, max, max_drop, max_relative_drop, "
         "max_rise, max_relative_rise",
     )
+
+    @model_validator(mode="after")
+    def _alias_is_a_baseline(self) -> GateRequest:
+        if isinstance(self.candidate, AliasRef):
+            raise ValueError("an alias names a baseline: the candidate is a model or a stored run")
+        return self
 
 
 class RuleOut(BaseModel):
@@ -295,20 +313,30 @@ class GateOut(BaseModel):
     baseline_run_id: uuid.UUID | None
     candidate_label: str | None = Field(description="the candidate's label when the gate decided")
     baseline_label: str | None
+    baseline_alias: str | None = Field(
+        None, description="the alias the baseline was named by; baseline_run_id is the run it pointed to"
+    )
+    project: str = Field("default", description="the project the gate was asked in")
     candidate: dict[str, Any]
     baseline: dict[str, Any]
     dataset: dict[str, Any]
     rules: list[RuleOut]
+    warnings: list[str] = Field(
+        default_factory=list, description="e.g. that a side's run is archived (the gate still used it)"
+    )
     created_at: datetime
 
     @model_validator(mode="before")
     @classmethod
-    def _from_row(cls, data: Any) -> Any:
+    def _from_row(cls, data: Any, info: ValidationInfo) -> Any:
         """A ``Gate`` row keeps each rule's outcome in ``outcomes`` (outcomes stored before gates could
-        be inconclusive have only ``passed``) and was decided under the noise test of this version."""
+        be inconclusive have only ``passed``) and was decided under the noise test of this version; the
+        context's ``warnings`` say what is true of its runs now (``app.services.gates.gate_out``)."""
         if not isinstance(data, Gate):
             return data
         derived = {
+            "warnings": (info.context or {}).get("warnings", []),
+            "project": data.project_name,
             "noise_test": GATE_TEST,
             "rules": [{"status": "passed" if o["passed"] else "failed", **o} for o in data.outcomes],
         }

@@ -12,20 +12,27 @@ from __future__ import annotations
 import errno
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.checkpoint_queries import save_checkpoint, stored_checkpoint
+from zootriage.app.db.checkpoint_queries import list_checkpoints, save_checkpoint, stored_checkpoint
 from zootriage.app.db.models import Checkpoint
+from zootriage.app.db.paging import PageKey
 from zootriage.app.labels import BadLabel, check_name, parse_tags
 from zootriage.app.references import CANONICAL_SUFFIX, FORMATS, upload_key
 from zootriage.app.schemas.checkpoints import CheckpointOut
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.services.uploads import ReceivedFile
+from zootriage.app.services.uploads import ReceivedFile, receive_file
+from zootriage.app.settings import Settings
+from zootriage.app.storage import upload_store
+from zootriage.core.catalogue import timm as timm_catalogue
+from zootriage.core.catalogue import torchvision as torchvision_catalogue
 from zootriage.core.storage import Store
 from zootriage.core.zoo.archive_check import check_file, program_extra
 from zootriage.core.zoo.preprocess import Preprocess
@@ -59,14 +66,11 @@ def check_fields(library: str | None, architecture: str | None, suffix: str) -> 
 
 
 def _known(library: str, architecture: str) -> bool:
-    """Whether the library lists the name (its registry only: nothing is built)."""
+    """Whether the library lists the name (its published catalogue, ``core.catalogue``: a torchvision
+    classifier, a timm model); nothing is built or imported."""
     if library == "torchvision":
-        import torchvision
-
-        return architecture in torchvision.models.list_models(module=torchvision.models)
-    import timm
-
-    return bool(timm.is_model(architecture.partition(".")[0]))
+        return torchvision_catalogue.is_classifier(architecture)
+    return timm_catalogue.is_model(architecture.partition(".")[0])
 
 
 def display_name(received: ReceivedFile, suffix: str) -> str:
@@ -188,3 +192,41 @@ def accept(session: Session, store: Store, received: ReceivedFile) -> Accepted:
     if winner is not None:
         return _again(winner, row)
     return Accepted(CheckpointOut.model_validate(row), created=True)
+
+
+async def upload(
+    session: Session,
+    settings: Settings,
+    content_type: str | None,
+    declared_length: str | None,
+    chunks: AsyncIterator[bytes],
+) -> Accepted:
+    """An upload as it arrives (the request's Content-Type and Content-Length, its body's chunks), for
+    ``POST /v1/checkpoints`` and the upload form alike: 413 when it declares more than the limit, then
+    received (streamed, hashed, bounded: ``receive_file``) and ``accept``-ed in a worker thread; the
+    temporary file is removed either way."""
+    limit = settings.upload_limit_bytes
+    # The multipart framing around the file is allowed 64 KiB on top of the file's own limit.
+    if declared_length and declared_length.isdigit() and int(declared_length) > limit + 64 * 1024:
+        raise ServiceError(413, "payload_too_large", f"checkpoints are limited to {limit} bytes")
+    received = await receive_file(content_type, chunks, settings.effective_upload_dir, limit)
+    try:
+        return await anyio.to_thread.run_sync(accept, session, upload_store(settings), received)
+    finally:
+        received.path.unlink(missing_ok=True)
+
+
+def find_checkpoint(session: Session, sha256: str) -> CheckpointOut:
+    """One upload by its full id; 404 ``checkpoint_not_found``."""
+    row = stored_checkpoint(session, sha256)
+    if row is None:
+        raise ServiceError(404, "checkpoint_not_found", f"no upload {sha256}")
+    return CheckpointOut.model_validate(row)
+
+
+def checkpoint_page(
+    session: Session, limit: int, after: PageKey | None
+) -> tuple[list[CheckpointOut], PageKey | None]:
+    """One page of uploads, newest first, and where the next begins."""
+    rows, next_key = list_checkpoints(session, limit=limit, after=after)
+    return [CheckpointOut.model_validate(row) for row in rows], next_key

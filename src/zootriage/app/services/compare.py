@@ -15,7 +15,7 @@ from zootriage.app.db.run_queries import runs_with_markers
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.runs import known_marker
 from zootriage.app.services.triage import record_of
-from zootriage.core.markers import list_markers
+from zootriage.core.catalogue.markers import list_markers
 from zootriage.core.noise import Estimate, compare
 from zootriage.core.triage import MarkerRecord
 

@@ -5,19 +5,28 @@ them); decisions are stored."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
+from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.models import Gate, Run
+from zootriage.app.api_keys import Caller
+from zootriage.app.db import project_queries
+from zootriage.app.db.models import Gate, Project, Run
 from zootriage.app.db.paging import PageKey
-from zootriage.app.db.run_queries import markers_of, run_by_id
+from zootriage.app.db.run_queries import archived_among, markers_of, run_by_id
 from zootriage.app.db.triage_queries import gate_by_id, list_gates, save_gate
+from zootriage.app.project_names import DEFAULT_PROJECT
 from zootriage.app.schemas.triage import (
+    AliasRef,
     GateOut,
     GateRequest,
     Pending,
     StoredRun,
 )
+from zootriage.app.services import projects as project_service
+from zootriage.app.services import short_ids
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.triage import (
     ScoringPlan,
@@ -28,9 +37,9 @@ from zootriage.app.services.triage import (
     wanted,
 )
 from zootriage.app.settings import Settings
+from zootriage.core.catalogue.markers import list_markers
 from zootriage.core.data.refs import Sampling
 from zootriage.core.evidence import rule_key, statement
-from zootriage.core.markers import list_markers
 from zootriage.core.triage import (
     RuleError,
     UnknownMetric,
@@ -40,10 +49,20 @@ from zootriage.core.triage import (
 
 
 def _stored_run(session: Session, subject: StoredRun, side: str) -> Run:
-    run = run_by_id(session, subject.id)
+    """The run a side names by its id or a unique prefix (``app.services.short_ids``); 404 for none."""
+    run = run_by_id(session, short_ids.resolve_uuid(session, short_ids.RUN, subject.id))
     if run is None:
         raise ServiceError(404, "run_not_found", f"the {side} names run {subject.id}, which does not exist")
     return run
+
+
+def _side_record(subject: object, run: Run) -> dict[str, Any]:
+    """A side as the decision keeps it: as it was asked, a stored run under its full id (however
+    short the request named it)."""
+    if isinstance(subject, StoredRun):
+        return {"source": "run", "id": str(run.id)}
+    assert isinstance(subject, BaseModel)
+    return subject.model_dump(mode="json")
 
 
 def _plan(body: GateRequest, stored: dict[str, Run]) -> ScoringPlan:
@@ -99,9 +118,19 @@ def _check_same_sample(candidate: Run, baseline: Run) -> None:
         )
 
 
-def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | Gate:
+def gate(
+    session: Session,
+    settings: Settings,
+    body: GateRequest,
+    project: Project | None = None,
+    caller: Caller | None = None,
+) -> Pending | Gate:
     """Parse the rules first (bad rules cost no scoring), then find or queue both runs, then decide and
-    store the decision."""
+    store the decision, in ``project`` (None: the default project). An ``alias:NAME`` baseline is the
+    run the alias of the project points to now; the stored gate names both. Stored runs (``run:ID``,
+    aliases) must be visible to ``caller``'s key, and every run compared joins the project."""
+    if project is None:
+        project = project_queries.project_named(session, DEFAULT_PROJECT)
     known = {spec.name for spec in list_markers()}
     try:
         rules = [parse_rule(text, known) for text in body.rules]
@@ -114,12 +143,15 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
     for side, subject in (("candidate", body.candidate), ("baseline", body.baseline)):
         if isinstance(subject, StoredRun):
             runs[side] = _stored_run(session, subject, side)
+            project_service.check_run_visible(session, caller, runs[side].id)
+        elif isinstance(subject, AliasRef):
+            runs[side] = project_service.resolve_alias(session, project, subject.name)
         else:
             models[side] = wanted(subject)
     scoring = _plan(body, runs)
     if len(runs) == 2:
         _check_scored_alike(runs["candidate"], "candidate", scoring)
-    gathered = gather(session, settings, models, scoring)
+    gathered = gather(session, settings, models, scoring, project.id)
     if (pending := gathered.pending()) is not None:
         return pending
     runs.update(gathered.runs)
@@ -136,8 +168,8 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         baseline_run_id=runs["baseline"].id,
         candidate_label=labels["candidate"],
         baseline_label=labels["baseline"],
-        candidate=body.candidate.model_dump(mode="json"),
-        baseline=body.baseline.model_dump(mode="json"),
+        candidate=_side_record(body.candidate, runs["candidate"]),
+        baseline=_side_record(body.baseline, runs["baseline"]),
         dataset=body.dataset.model_dump(mode="json"),
         rules=[str(rule) for rule in rules],
         outcomes=[
@@ -146,21 +178,46 @@ def gate(session: Session, settings: Settings, body: GateRequest) -> Pending | G
         ],
         passed=result.passed,
         status=result.status,
+        project_id=project.id,
+        baseline_alias=body.baseline.name if isinstance(body.baseline, AliasRef) else None,
     )
+    project_queries.join_runs(session, project.id, [runs["candidate"].id, runs["baseline"].id])
     return save_gate(session, row)
 
 
-def find_gate(session: Session, gate_id: uuid.UUID) -> GateOut:
-    """One stored decision; 404 ``gate_not_found``."""
+def find_gate(session: Session, gate_id: uuid.UUID, caller: Caller | None = None) -> GateOut:
+    """One stored decision; 404 ``gate_not_found``, 403 when ``caller``'s key may not use its project."""
     row = gate_by_id(session, gate_id)
     if row is None:
         raise ServiceError(404, "gate_not_found", f"no gate {gate_id}")
-    return GateOut.model_validate(row)
+    project_service.check_access(caller, row.project_name)
+    return gate_out(session, row)
+
+
+def gate_out(session: Session, row: Gate, archived: dict[uuid.UUID, datetime] | None = None) -> GateOut:
+    """A decision as the API shows it, saying which side's run is archived now: a gate against an
+    archived baseline (``run:ID``, or an alias pointing to one) still decides, and its answer says so.
+    ``archived``: the runs' archive times when the caller already has them (a page of gates)."""
+    if archived is None:
+        archived = archived_among(session, [row.candidate_run_id, row.baseline_run_id])
+    warnings = [
+        f"the {side} run {run_id} is archived (since {archived[run_id]:%Y-%m-%d %H:%M} UTC); the gate used it"
+        for side, run_id in (("candidate", row.candidate_run_id), ("baseline", row.baseline_run_id))
+        if run_id is not None and run_id in archived
+    ]
+    return GateOut.model_validate(row, context={"warnings": warnings})
 
 
 def gate_page(
-    session: Session, limit: int, after: PageKey | None, passed: bool | None = None
+    session: Session,
+    limit: int,
+    after: PageKey | None,
+    passed: bool | None = None,
+    project_ids: tuple[int, ...] | None = None,
 ) -> tuple[list[GateOut], PageKey | None]:
-    """One page of decisions, newest first, and where the next begins."""
-    rows, next_key = list_gates(session, limit=limit, after=after, passed=passed)
-    return [GateOut.model_validate(row) for row in rows], next_key
+    """One page of decisions, newest first (of the projects ``project_ids`` when given), and where the
+    next begins."""
+    rows, next_key = list_gates(session, limit=limit, after=after, passed=passed, project_ids=project_ids)
+    sides = [run_id for row in rows for run_id in (row.candidate_run_id, row.baseline_run_id)]
+    archived = archived_among(session, sides)
+    return [gate_out(session, row, archived) for row in rows], next_key

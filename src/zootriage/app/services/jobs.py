@@ -23,18 +23,21 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from zootriage.app.db import job_lifecycle, job_queries
+from zootriage.app.db import job_lifecycle, job_queries, project_queries
 from zootriage.app.db.job_queries import (
     active_job,
     extraction_of,
     job_by_id,
     job_by_idempotency_key,
+    list_jobs,
     newest_run_of_request,
 )
-from zootriage.app.db.models import Job, Run
+from zootriage.app.db.models import Job, JobStatus, Run
+from zootriage.app.db.paging import PageKey
 from zootriage.app.db.run_key import canonical_json, extraction_key
+from zootriage.app.project_names import DEFAULT_PROJECT
 from zootriage.app.queue import enqueue_score, revoke
-from zootriage.app.schemas.jobs import JobRequest
+from zootriage.app.schemas.jobs import JobOut, JobRequest
 from zootriage.app.services.admission import Admitted, admit
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.inherit import inherit
@@ -92,10 +95,31 @@ def prepare(session: Session, settings: Settings, body: JobRequest) -> Prepared:
     return Prepared(admitted, request_hash_of(body), inherited.name, dict(inherited.tags))
 
 
-def submit(session: Session, settings: Settings, body: JobRequest, idempotency_key: str | None) -> Submitted:
+def submit(
+    session: Session,
+    settings: Settings,
+    body: JobRequest,
+    idempotency_key: str | None,
+    project_id: int | None = None,
+) -> Submitted:
+    """``create`` for a request, in project ``project_id`` (None: the default project); a repeated
+    Idempotency-Key replays its first answer."""
     if idempotency_key is not None and (replayed := _replay(session, idempotency_key, request_hash_of(body))):
         return replayed
-    return create(session, settings, prepare(session, settings, body), idempotency_key)
+    return create(session, settings, prepare(session, settings, body), idempotency_key, project_id=project_id)
+
+
+def _in_project(session: Session, project_id: int | None, submitted: Submitted) -> Submitted:
+    """The answer's run joins the project now, or its job's run when the job finishes (a job of another
+    project joined: ``app.db.project_queries.join_job``); committed."""
+    if project_id is None:
+        project_id = project_queries.project_named(session, DEFAULT_PROJECT).id
+    if submitted.run is not None:
+        project_queries.join_runs(session, project_id, [submitted.run.id])
+    elif submitted.job is not None:
+        project_queries.join_job(session, project_id, submitted.job)
+    session.commit()
+    return submitted
 
 
 def create(
@@ -104,18 +128,22 @@ def create(
     prepared: Prepared,
     idempotency_key: str | None = None,
     sweep_id: uuid.UUID | None = None,
+    project_id: int | None = None,
 ) -> Submitted:
-    """The stored run, the active job of the same request, or a new job. A new job of a sweep is held
-    (``published_at`` None: ``app.services.sweep_queue`` publishes it when the sweep has room); any
-    other new job is published at once."""
+    """The stored run, the active job of the same request, or a new job, in project ``project_id``
+    (None: the default project), which the run joins. A new job of a sweep is held (``published_at``
+    None: ``app.services.sweep_queue`` publishes it when the sweep has room); any other new job is
+    published at once."""
     admitted = prepared.admitted
     key = admitted.request_key
     if (run := stored_run(session, admitted)) is not None:
-        return Submitted(run=run)
+        return _in_project(session, project_id, Submitted(run=run))
     if (job := active_job(session, key)) is not None:
         if sweep_id is None and job.published_at is None and job.sweep_id is not None:
             _publish_held(session, settings, job)
-        return Submitted(job=job)
+        return _in_project(session, project_id, Submitted(job=job))
+    if project_id is None:
+        project_id = project_queries.project_named(session, DEFAULT_PROJECT).id
     extraction = extraction_key(admitted.request)
     job = Job(
         request_key=key,
@@ -127,6 +155,7 @@ def create(
         extraction_key=extraction,
         features=_reused_extraction(session, extraction),
         sweep_id=sweep_id,
+        project_id=project_id,
         **job_lifecycle.new_job_values(),
     )
     session.add(job)
@@ -134,7 +163,8 @@ def create(
         session.flush()
     except IntegrityError:
         session.rollback()
-        return _after_race(session, admitted, idempotency_key, prepared.request_hash)
+        raced = _after_race(session, admitted, idempotency_key, prepared.request_hash)
+        return _in_project(session, project_id, raced)
     if sweep_id is None:
         try:
             for job_id, publication, features in mark_published(session, [job.id]):
@@ -178,6 +208,19 @@ def _after_race(
 def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Job]]:
     """The live jobs table: every queued or running job, and the ``recent`` newest finished ones."""
     return job_queries.active_and_recent(session, recent)
+
+
+def job_page(
+    session: Session,
+    limit: int,
+    after: PageKey | None,
+    status: JobStatus | None = None,
+    projects: tuple[int, ...] | None = None,
+) -> tuple[list[JobOut], PageKey | None]:
+    """One page of jobs (of one status, and of these projects, when given; None: every project), newest
+    first, and where the next begins."""
+    rows, next_key = list_jobs(session, limit=limit, after=after, status=status, projects=projects)
+    return [JobOut.model_validate(row) for row in rows], next_key
 
 
 def find_job(session: Session, job_id: uuid.UUID) -> Job:

@@ -38,7 +38,9 @@ from zootriage.core.triage import (
 from zootriage.core.triage.advice import ranking_advice
 
 
-def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pending | RankingOut:
+def ranking(
+    session: Session, settings: Settings, body: RankingRequest, project_id: int | None = None
+) -> Pending | RankingOut:
     rule = triage_rule(body.rule)
     models: dict[str, Wanted] = {}
     for candidate in body.candidates:
@@ -50,7 +52,7 @@ def ranking(session: Session, settings: Settings, body: RankingRequest) -> Pendi
             )
         models[key] = want
     scoring = ScoringPlan(body.dataset, body.sampling, body.protocol)
-    gathered = gather(session, settings, models, scoring)
+    gathered = gather(session, settings, models, scoring, project_id)  # None: the default project
     if (pending := gathered.pending()) is not None:
         return pending
     return ranked(session, rule, scoring.protocol, models, gathered)

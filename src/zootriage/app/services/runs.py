@@ -11,6 +11,7 @@ import io
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
@@ -22,8 +23,10 @@ from zootriage.app.db.run_queries import (
     latest_job_of,
     list_runs,
     marker_values,
+    marker_values_and_stds,
     run_for_update,
     run_with_markers,
+    set_archived,
     set_labels,
     upload_filenames,
 )
@@ -31,7 +34,8 @@ from zootriage.app.db.session import get_sessionmaker
 from zootriage.app.labels import MAX_TAGS, BadLabel, parse_tag
 from zootriage.app.schemas.runs import RunDetail, RunLabels, RunSummary
 from zootriage.app.services.errors import ServiceError
-from zootriage.core.markers import list_markers
+from zootriage.core.catalogue.markers import list_markers
+from zootriage.core.data.refs import dataset_text
 
 CSV_BATCH = 500
 
@@ -87,13 +91,16 @@ def run_detail(session: Session, run_id: uuid.UUID) -> RunDetail:
 def relabel(
     session: Session, run_id: uuid.UUID, labels: RunLabels, *, replace_tags: bool = False
 ) -> RunDetail:
-    """Apply a merge patch of the run's name and tags (``RunLabels``) and commit; the run in full.
-    ``replace_tags``: the patch's tags are the whole new set (a form that shows every tag), not changes.
+    """Apply a merge patch of the run's name, description and tags (``RunLabels``) and commit; the run
+    in full. ``replace_tags``: the patch's tags are the whole new set (a form that shows every tag),
+    not changes.
     404 ``run_not_found``; 422 ``too_many_tags`` when the tags it would carry are over the limit."""
     run = run_for_update(session, run_id)
     if run is None:
         raise ServiceError(404, "run_not_found", f"no run {run_id}")
-    name = labels.name if "name" in labels.model_fields_set else run.name
+    given = labels.model_fields_set
+    name = labels.name if "name" in given else run.name
+    description = labels.description if "description" in given else run.description
     tags = {} if replace_tags else run.tag_map
     for key, value in labels.tags.items():
         if value is None:
@@ -107,7 +114,20 @@ def relabel(
             "too_many_tags",
             f"a run carries at most {MAX_TAGS} tags; this would give it {len(tags)}: remove some with null",
         )
-    set_labels(run, name, tags)
+    set_labels(run, name, tags, description=description)
+    session.commit()
+    return run_detail(session, run_id)
+
+
+def set_archived_state(session: Session, run_id: uuid.UUID, archived: bool) -> RunDetail:
+    """Archive the run (``archived``) or restore it, commit, and answer the run in full. Nothing is
+    deleted: an archived run leaves the default history, the stored-run recommendations and the
+    trends, and is still found by id, in ``?archived=include|only`` and by the gates and rankings that
+    name it. Both are idempotent (archiving again keeps the first ``archived_at``). 404 ``run_not_found``."""
+    run = run_for_update(session, run_id)
+    if run is None:
+        raise ServiceError(404, "run_not_found", f"no run {run_id}")
+    set_archived(run, datetime.now(UTC) if archived else None)
     session.commit()
     return run_detail(session, run_id)
 
@@ -129,11 +149,17 @@ def run_page_parts(session: Session, run_id: uuid.UUID) -> RunPage:
     return RunPage(found.run, found.markers, latest_job_of(session, run_id))
 
 
+def _cell(number: float | None) -> float | str:
+    """A marker's value or std as a CSV cell: empty when there is none (no value, no noise estimate)."""
+    return "" if number is None else number
+
+
 def csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> Iterator[str]:
     """Stream the whole filtered history in batches, one short transaction per batch."""
     names = [spec.name for spec in list_markers()]
-    identity = ["id", "created_at", "name", "tags", "architecture", "weights_sha256", "dataset_fingerprint"]
-    head = [*identity, "run_key", *names]
+    identity = ["id", "created_at", "name", "tags", "architecture", "weights_sha256"]
+    head = [*identity, "dataset", "dataset_fingerprint", "run_key"]
+    head += [column for name in names for column in (name, f"{name}_std")]  # each value, then its noise
     buffer = io.StringIO()
     writer = csv_writer(buffer)  # user text is neutralised for spreadsheets
     writer.writerow(head)
@@ -143,13 +169,15 @@ def csv_rows(database_url: str, flt: RunFilter, sort: str, descending: bool) -> 
             page, after = list_runs(
                 session, flt, sort=sort, descending=descending, limit=CSV_BATCH, after=after
             )
-            markers = marker_values(session, [run.id for run in page])
+            markers = marker_values_and_stds(session, [run.id for run in page])
         for run in page:
-            values = markers[run.id]
+            cells = markers[run.id]
             tags = ",".join(f"{key}={value}" for key, value in run.tag_map.items())
             base = [run.id, run.created_at.isoformat(), run.name or "", tags, run.architecture or ""]
-            content = [run.weights_sha256, run.dataset_fingerprint, run.run_key]
-            writer.writerow([*base, *content, *(values.get(n, "") for n in names)])
+            dataset = dataset_text(run.dataset_ref)
+            content = [run.weights_sha256, dataset, run.dataset_fingerprint, run.run_key]
+            noisy = [_cell(part) for n in names for part in cells.get(n, (None, None))]
+            writer.writerow([*base, *content, *noisy])
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()

@@ -101,8 +101,16 @@ class Gathered:
             "model": model.model_dump(mode="json"),
             "run_id": run.id,
             "markers": self.stats(key),
-            "warnings": warnings_of(run.model_meta),
+            "warnings": [*warnings_of(run.model_meta), *archived_note(run)],
         }
+
+
+def archived_note(run: Run) -> list[str]:
+    """What an answer says of an archived run it used: a run named by a request (a gate's side, a
+    ranking's candidate) still answers for its weights, because scoring again would find the same run."""
+    if run.archived_at is None:
+        return []
+    return [f"run {run.id} is archived (since {run.archived_at:%Y-%m-%d %H:%M} UTC); it still answers here"]
 
 
 def display_labels(
@@ -229,14 +237,19 @@ def job_request(want: Wanted, scoring: ScoringPlan) -> JobRequest:
 
 
 def gather(
-    session: Session, settings: Settings, models: Mapping[str, Wanted], scoring: ScoringPlan
+    session: Session,
+    settings: Settings,
+    models: Mapping[str, Wanted],
+    scoring: ScoringPlan,
+    project_id: int | None = None,
 ) -> Gathered:
-    """Each model's stored run, or its job (queued now or already running). Two labels naming the same
-    weights (``DEFAULT`` and the member it stands for) share one job."""
+    """Each model's stored run, or its job (queued now or already running), asked for in project
+    ``project_id`` (None: the default project). Two labels naming the same weights (``DEFAULT`` and the
+    member it stands for) share one job."""
     runs: dict[str, Run] = {}
     jobs: dict[uuid.UUID, Job] = {}
     for key, want in models.items():
-        submitted = job_service.submit(session, settings, job_request(want, scoring), None)
+        submitted = job_service.submit(session, settings, job_request(want, scoring), None, project_id)
         if submitted.run is not None:
             runs[key] = submitted.run
         elif submitted.job is not None:

@@ -11,14 +11,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
 
 from zootriage.app.api.deps import SessionDep
 from zootriage.app.api.run_query import MARKER_NAME
+from zootriage.app.services import short_ids
 from zootriage.app.services.compare import compare_runs
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.ui.plots import marker_scatter
 from zootriage.app.ui.templating import render
-from zootriage.core.markers import list_markers
+from zootriage.core.catalogue.markers import list_markers
 
 router = APIRouter()
 
@@ -26,14 +28,12 @@ router = APIRouter()
 COMPARE_MAX = 50
 
 
-def _run_ids(text: str) -> list[uuid.UUID]:
+def _run_ids(session: Session, text: str) -> list[uuid.UUID]:
+    """The runs named, each by its id or a unique prefix of it (``app.services.short_ids``)."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts or len(parts) > COMPARE_MAX:
         raise ServiceError(422, "invalid_request", f"runs: name 1 to {COMPARE_MAX} run ids, comma-separated")
-    try:
-        return list(dict.fromkeys(uuid.UUID(p) for p in parts))
-    except ValueError:
-        raise ServiceError(422, "invalid_request", "runs: every entry must be a run id (a UUID)") from None
+    return list(dict.fromkeys(short_ids.resolve_uuid(session, short_ids.RUN, p) for p in parts))
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -46,7 +46,7 @@ def compare_page(
 ) -> HTMLResponse:
     names = [spec.name for spec in list_markers()]
     try:
-        compared = compare_runs(session, _run_ids(runs), (x, y))
+        compared = compare_runs(session, _run_ids(session, runs), (x, y))
     except ServiceError as exc:
         context = {"error": exc, "names": names, "x": x, "y": y, "runs_text": runs}
         return render(request, "compare.html", context, status=exc.status)

@@ -1,5 +1,7 @@
 """``/runs`` (the history, through the same filter and query as GET /v1/runs), its CSV, ``/runs/{id}``
-and its labels form (the service behind ``PATCH /v1/runs/{id}``, behind the pages' CSRF and write checks)."""
+(the id or a unique prefix of it), its labels form (the service behind ``PATCH /v1/runs/{id}``) and its
+archive and restore buttons (behind ``POST /v1/runs/{id}/archive|restore``), each behind the pages' CSRF
+and write checks."""
 
 from __future__ import annotations
 
@@ -7,20 +9,23 @@ import uuid
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from pydantic import ValidationError
 
 from zootriage.app.api.cursor import Cursor, PageLimit
 from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.api.project_scope import scope_run_query
 from zootriage.app.api.run_query import RunQueryDep
-from zootriage.app.labels import NAME_CHARS, BadLabel, parse_tags
+from zootriage.app.labels import DESCRIPTION_CHARS, NAME_CHARS, BadLabel, parse_tags
 from zootriage.app.schemas.runs import RunLabels
+from zootriage.app.services import short_ids
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.services.runs import relabel, run_page_parts
-from zootriage.app.ui.session import check_write
+from zootriage.app.services.projects import list_projects
+from zootriage.app.services.runs import relabel, run_page_parts, set_archived_state
+from zootriage.app.ui.session import check_write, page_caller
 from zootriage.app.ui.templating import render
-from zootriage.core.markers import list_markers
+from zootriage.core.catalogue.markers import list_markers
 
 router = APIRouter()
 
@@ -44,8 +49,11 @@ def history(
     params = {**query.texts(), "limit": str(limit) if limit != PAGE else None}
     tags = query.tags
     context: dict[str, Any] = {"params": params, "tags": tags, "names": names, "columns": columns}
-    context.update(runs=[])
+    context.update(runs=[], projects=[])
     try:
+        caller = page_caller(request, session, settings)
+        context["projects"] = [p.name for p in list_projects(session, caller)]
+        scope_run_query(session, caller, query)
         runs, next_cursor = query.page(session, min(limit, settings.page_size_max), cursor)
     except ServiceError as exc:
         return render(request, "runs.html", {**context, "error": exc}, status=exc.status)
@@ -67,9 +75,19 @@ def history_csv(settings: SettingsDep, query: RunQueryDep) -> StreamingResponse:
     return query.csv(settings.effective_database_url)
 
 
+IdText = Annotated[str, Path(max_length=short_ids.ID_TEXT_MAX)]
+
+
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: uuid.UUID, session: SessionDep) -> HTMLResponse:
-    return _run_page(request, session, run_id)
+def run_page(request: Request, run_id: IdText, session: SessionDep) -> Response:
+    """The run's page; a unique prefix of its id redirects to the page under its full id."""
+    try:
+        found = short_ids.resolve_uuid(session, short_ids.RUN, run_id)
+    except ServiceError as exc:
+        return render(request, "error.html", {"error": exc}, status=exc.status)
+    if str(found) != run_id:
+        return RedirectResponse(f"/runs/{found}", status_code=303)
+    return _run_page(request, session, found)
 
 
 def _run_page(
@@ -85,22 +103,27 @@ def _run_page(
     except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
     tags = ", ".join(f"{key}={value}" for key, value in shown.run.tag_map.items())
+    stored = {"name": shown.run.name or "", "tags": tags, "description": shown.run.description or ""}
     context = {
         "run": shown.run,
         "markers": shown.markers,
         "job": shown.job,
-        "labels": form or {"name": shown.run.name or "", "tags": tags},
+        "labels": form or stored,
         "label_error": error,
         "name_chars": NAME_CHARS,
+        "description_chars": DESCRIPTION_CHARS,
     }
     return render(request, "run.html", context, status=error.status if error else 200)
 
 
 def _labels_of(form: dict[str, str]) -> RunLabels:
-    """The form says the whole new name and tag set (``k=v, k=v``); an empty name removes it."""
+    """The form says the whole new name, description and tag set (``k=v, k=v``); an empty name or
+    description removes it. A browser sends a text area's line breaks as CRLF: they are kept as LF."""
     try:
         tags = parse_tags(form.get("tags", ""))
-        return RunLabels.model_validate({"name": form.get("name", "").strip() or None, "tags": tags})
+        description = form.get("description", "").replace("\r\n", "\n").strip() or None
+        body = {"name": form.get("name", "").strip() or None, "description": description, "tags": tags}
+        return RunLabels.model_validate(body)
     except BadLabel as exc:
         raise ServiceError(422, "invalid_request", f"tags: {exc}") from None
     except ValidationError as exc:
@@ -119,6 +142,34 @@ async def run_labels(
         check_write(request, session, settings, form.get("csrf"))
         relabel(session, run_id, _labels_of(form), replace_tags=True)
     except ServiceError as exc:
-        sent = {"name": form.get("name", ""), "tags": form.get("tags", "")}
+        sent = {key: form.get(key, "") for key in ("name", "tags", "description")}
         return _run_page(request, session, run_id, sent, exc)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+async def _set_archived(
+    request: Request, run_id: uuid.UUID, session: SessionDep, settings: SettingsDep, archived: bool
+) -> Response:
+    """The archive and restore buttons: the run's state changed, then back to its page (303); the page
+    with the refusal otherwise."""
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    try:
+        check_write(request, session, settings, form.get("csrf"))
+        set_archived_state(session, run_id, archived=archived)
+    except ServiceError as exc:
+        return _run_page(request, session, run_id, None, exc)
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+@router.post("/runs/{run_id}/archive", response_class=HTMLResponse)
+async def run_archive(
+    request: Request, run_id: uuid.UUID, session: SessionDep, settings: SettingsDep
+) -> Response:
+    return await _set_archived(request, run_id, session, settings, archived=True)
+
+
+@router.post("/runs/{run_id}/restore", response_class=HTMLResponse)
+async def run_restore(
+    request: Request, run_id: uuid.UUID, session: SessionDep, settings: SettingsDep
+) -> Response:
+    return await _set_archived(request, run_id, session, settings, archived=False)

@@ -12,12 +12,16 @@ from fastapi.staticfiles import StaticFiles
 from zootriage.app.ui import (
     forms,
     login,
+    pages_artifacts,
     pages_backtests,
     pages_compare,
     pages_gates,
     pages_home,
+    pages_jobs,
     pages_recommendations,
     pages_runs,
+    pages_trends,
+    pages_uploads,
 )
 from zootriage.app.ui.deps import PageRead
 from zootriage.app.ui.docs import install_docs
@@ -32,7 +36,7 @@ def install_ui(app: FastAPI) -> None:
 
     app.include_router(login.router, include_in_schema=False)
     pages = (pages_home, pages_runs, pages_compare, pages_gates, pages_recommendations, pages_backtests)
-    for module in (*pages, forms):
+    for module in (*pages, pages_trends, pages_artifacts, pages_jobs, pages_uploads, forms):
         app.include_router(module.router, dependencies=[PageRead], include_in_schema=False)
 
     @app.exception_handler(LoginNeeded)

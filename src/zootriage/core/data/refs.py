@@ -130,3 +130,20 @@ def parse_dataset_ref(text: str) -> AnyDatasetRef:
     else:
         raise BadReference(f"dataset reference {text!r}: unknown prefix {prefix!r}")
     return validate_dataset_ref(fields)
+
+
+def dataset_text(ref: AnyDatasetRef | dict[str, object]) -> str:
+    """The short string :func:`parse_dataset_ref` reads back into ``ref`` (``builtin:mnist``,
+    ``folder:imagenet/val``, ``torchvision:CIFAR10:cifar``, ``archive:sets/digits.npz``); a label
+    space has no short form and is left out. A stored mapping that is no reference today (an older
+    record) is named by its source and name or path as stored."""
+    try:
+        parsed = ref if not isinstance(ref, dict) else validate_dataset_ref(ref)
+    except BadReference:
+        data = dict(ref) if isinstance(ref, dict) else {}
+        return f"{data.get('source', 'dataset')}:{data.get('path') or data.get('name') or '?'}"
+    if isinstance(parsed, BuiltinRef):
+        return f"builtin:{parsed.name}"
+    if isinstance(parsed, TorchvisionDatasetRef):
+        return f"torchvision:{parsed.name}:{parsed.path}"
+    return f"{parsed.source}:{parsed.path}"
