@@ -39,6 +39,7 @@ imports: install
 # coverage, failing under the floor in pyproject.toml ([tool.coverage.report] fail_under).
 test: lint typecheck imports
 	$(BIN)/pytest --cov --cov-report=
+	@echo "line coverage: $$($(BIN)/coverage report --format=total --fail-under=0) % (floor: pyproject.toml)"
 
 # The same suite on two processes (pytest-xdist), each with its own database, Redis and stacks; a
 # module's tests stay together on one process (its module-scoped fixtures are made once).
