@@ -8,6 +8,8 @@ extraction a test needs to see use a sample size of their own, which no other te
 
 from __future__ import annotations
 
+import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,10 @@ from tests.integration.jobs import count, job_body, upload, wait, wait_held_mid_
 from tests.integration.stack import Stack
 from zootriage.app.db.models import Job, Marker, Run
 from zootriage.app.db.session import session_scope
+from zootriage.app.queue import MARKERS_TASK, publish
+from zootriage.app.settings import Settings
 from zootriage.core.markers import list_markers
+from zootriage.worker.tasks import NOT_VISIBLE_LOOKS
 
 pytestmark = pytest.mark.slow  # real jobs through the stack
 
@@ -149,6 +154,28 @@ def test_a_worker_killed_mid_job_loses_nothing(
     assert count(database_url, Run, Run.id == job["run_id"]) == 1
     key = http.get(f"/v1/runs/{job['run_id']}").json()["run_key"]
     assert count(database_url, Run, Run.run_key == key) == 1
+
+
+def test_a_task_whose_job_never_shows_is_dropped_after_a_few_quick_looks(stack: Stack) -> None:
+    """A stage message for a job row that does not exist (deleted, or its transaction rolled back after
+    publishing) is looked for NOT_VISIBLE_LOOKS more times at sub-second to 4 s delays, then dropped.
+    Before, it retried with the job backoff (up to 120 s), longer than this stack's 8 s broker
+    visibility timeout: Redis restored each waiting copy, every copy retried again, and a worker spent
+    whole CI runs on thousands of copies of one deleted job."""
+    ghost = str(uuid.uuid4())
+    own = Settings(broker_url=stack.env["ZOOTRIAGE_BROKER_URL"])
+    publish(own, MARKERS_TASK, ghost, 1)
+    log = stack.logs / f"worker-{stack.started_workers}.log"
+    dropped = f"job {ghost}: no such job after {NOT_VISIBLE_LOOKS + 1} looks"
+    deadline = time.monotonic() + 180
+    while dropped not in log.read_text(errors="replace"):
+        assert time.monotonic() < deadline, stack.worker_log_tail()
+        time.sleep(0.5)
+    looks = NOT_VISIBLE_LOOKS + 1
+    time.sleep(12)  # past the visibility timeout: a restored copy would be received again by now
+    received = log.read_text(errors="replace").count(f"compute_markers[{ghost}] received")
+    # Each look once; a loaded worker may start a look late enough for Redis to restore one copy.
+    assert looks <= received <= 2 * looks, (received, stack.worker_log_tail())
 
 
 def test_bad_input_found_by_the_worker_fails_the_job_without_retry(

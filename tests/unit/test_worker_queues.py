@@ -7,7 +7,14 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from zootriage.app.cli import app
-from zootriage.app.queue import CPU_QUEUE, EXTRACT_TASK, GPU_QUEUE, MARKERS_TASK, celery_config
+from zootriage.app.queue import (
+    CPU_QUEUE,
+    EXTRACT_TASK,
+    GPU_QUEUE,
+    MARKERS_TASK,
+    celery_config,
+    retry_backoff_cap_s,
+)
 from zootriage.app.settings import Settings
 
 
@@ -46,3 +53,13 @@ def test_an_unknown_queue_is_refused_before_the_worker_starts(monkeypatch: pytes
     monkeypatch.setattr(celery_app, "worker_main", lambda argv: pytest.fail("the worker started"))
     result = CliRunner().invoke(app, ["worker", "--queues", "gpu,tpu"])
     assert result.exit_code == 2 and "one or more of gpu, cpu" in result.output
+
+
+@pytest.mark.parametrize(
+    ("visibility", "backoff", "cap"), [(7200, 120, 120), (8, 120, 4), (60, 10, 10), (1, 120, 1)]
+)
+def test_a_retry_countdown_stays_under_half_the_visibility_timeout(
+    visibility: int, backoff: int, cap: int
+) -> None:
+    settings = Settings(broker_visibility_timeout_s=visibility, job_retry_backoff_max_s=backoff)
+    assert retry_backoff_cap_s(settings) == cap

@@ -86,6 +86,14 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
+def retry_backoff_cap_s(settings: Settings) -> int:
+    """The longest retry countdown: ``job_retry_backoff_max_s``, but at most half the broker's visibility
+    timeout. A message waiting out a countdown is held unacked by the worker, and Redis restores any
+    message unacked past the visibility timeout, so a longer countdown would deliver a second copy of
+    the retry while the first still waits (and each copy would retry again)."""
+    return max(1, min(settings.job_retry_backoff_max_s, settings.broker_visibility_timeout_s // 2))
+
+
 @lru_cache(maxsize=4)
 def _client(settings_json: str) -> Celery:
     settings = Settings.model_validate_json(settings_json)

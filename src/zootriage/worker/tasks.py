@@ -6,7 +6,8 @@
 
 - bad input (``core.errors.ZooError``) fails the job with that error's code: retrying cannot help;
 - a lost database or broker is transient: retried with exponential backoff (and jitter), within the
-  settings' budget (``job_max_retries``, ``job_retry_backoff_max_s``). When the budget runs out the
+  settings' budget (``job_max_retries``, ``job_retry_backoff_max_s``, capped below the broker's
+  visibility timeout: ``app.queue.retry_backoff_cap_s``). When the budget runs out the
   message is gone and the row may still say running; its heartbeat has stopped with the task, so
   once the database is back the reaper (app/services/reaper.py) requeues or fails it;
 - a cancel (the job row left "running", seen by a progress write or the marker stage's cancel
@@ -34,7 +35,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from kombu.exceptions import OperationalError as BrokerError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK
+from zootriage.app.queue import EXTRACT_TASK, MARKERS_TASK, retry_backoff_cap_s
 from zootriage.app.services.sweep_queue import publish_after
 from zootriage.app.settings import Settings, get_settings
 from zootriage.core.errors import Cancelled, ZooError
@@ -45,6 +46,7 @@ from zootriage.worker.messages import internal_error_message
 from zootriage.worker.runner import (
     EXTRACT,
     MARKERS,
+    Claimed,
     JobNotVisible,
     SentBack,
     claim,
@@ -58,7 +60,11 @@ from zootriage.worker.runner import (
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = (OperationalError, InterfaceError, BrokerError, redis.exceptions.ConnectionError, JobNotVisible)
+TRANSIENT = (OperationalError, InterfaceError, BrokerError, redis.exceptions.ConnectionError)
+# A job row not yet visible (the API publishes inside the transaction that commits it) is looked for
+# again after 0.5, 1, 1.5, ... s, NOT_VISIBLE_LOOKS times (18 s in all), then the message is dropped.
+NOT_VISIBLE_LOOKS = 8
+NOT_VISIBLE_STEP_S = 0.5
 _settings = get_settings()
 _POLICY: dict[str, Any] = {
     "bind": True,
@@ -66,7 +72,7 @@ _POLICY: dict[str, Any] = {
     "reject_on_worker_lost": True,
     "autoretry_for": TRANSIENT,
     "retry_backoff": 2,
-    "retry_backoff_max": _settings.job_retry_backoff_max_s,
+    "retry_backoff_max": retry_backoff_cap_s(_settings),
     "retry_jitter": True,
     "max_retries": _settings.job_max_retries,
 }
@@ -82,6 +88,27 @@ def worker_name(task: Task) -> str:
 def delivery(task: Task) -> ClaimToken:
     """This delivery of ``task``: a redelivered copy of a message has the same id and retry count."""
     return ClaimToken.here(str(task.request.id), int(task.request.retries or 0))
+
+
+def visible_claim(
+    task: Task, settings: Settings, job: uuid.UUID, stage: str, publication: int | None
+) -> Claimed | None:
+    """``claim`` the job for ``stage``; a row not visible yet is looked for again shortly (a retry after
+    0.5 s × the looks so far), and after ``NOT_VISIBLE_LOOKS`` looks the message is dropped (None): the
+    job was deleted, or its transaction rolled back after publishing.
+
+    Short delays on purpose: the Redis transport restores a message held unacked past the broker's
+    visibility timeout, even one the worker still holds for its countdown, so a countdown longer than
+    that timeout delivers a second copy, and each copy retries again; with a missing row that grows
+    into a storm of copies (seen at a 8 s timeout with a 120 s backoff)."""
+    try:
+        return claim(settings, job, stage, delivery(task), publication)
+    except JobNotVisible:
+        looks = int(task.request.retries or 0)
+        if looks >= NOT_VISIBLE_LOOKS:
+            log.warning("job %s: no such job after %d looks, its %s message dropped", job, looks + 1, stage)
+            return None
+        raise task.retry(countdown=NOT_VISIBLE_STEP_S * (looks + 1), max_retries=NOT_VISIBLE_LOOKS) from None
 
 
 def guarded(settings: Settings, job: uuid.UUID, work: Callable[[], T]) -> T | None:
@@ -110,7 +137,7 @@ def guarded(settings: Settings, job: uuid.UUID, work: Callable[[], T]) -> T | No
 def extract_features(self: Task, job_id: str, publication: int | None = None) -> None:
     settings = get_settings()
     job = uuid.UUID(job_id)
-    claimed = claim(settings, job, EXTRACT, delivery(self), publication)
+    claimed = visible_claim(self, settings, job, EXTRACT, publication)
     if claimed is None:
         sweep_goes_on(settings, job)
         return
@@ -124,7 +151,7 @@ def extract_features(self: Task, job_id: str, publication: int | None = None) ->
 def compute_markers(self: Task, job_id: str, publication: int | None = None) -> None:
     settings = get_settings()
     job = uuid.UUID(job_id)
-    claimed = claim(settings, job, MARKERS, delivery(self), publication)
+    claimed = visible_claim(self, settings, job, MARKERS, publication)
     if claimed is None:
         sweep_goes_on(settings, job)
         return
