@@ -46,11 +46,9 @@ def _path_project(
 
 def scope_run_query(session: Session, caller: Caller | None, query: RunQuery) -> RunQuery:
     """The history query, limited to its ``project`` (checked: 403, 404, 422) or else to the key's own
-    projects; the API's ``GET /v1/runs`` and the ``/runs`` page share it."""
-    if query.project:
-        project_service.project_for(session, caller, query.project)
-    elif caller is not None and caller.projects is not None:
-        query.scope = tuple(sorted(caller.projects))
+    projects (``app.services.projects.visible_project_ids``); the API's ``GET /v1/runs`` and the
+    ``/runs`` page share it."""
+    query.scope = project_service.visible_project_names(session, caller, query.project or None)
     return query
 
 

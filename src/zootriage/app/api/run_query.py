@@ -122,8 +122,8 @@ class RunQuery:
             marker=given["marker"],
             marker_min=_bound(given["min"], "min"),
             marker_max=_bound(given["max"], "max"),
-            created_after=_moment(given["created_after"], "created_after"),
-            created_before=_moment(given["created_before"], "created_before"),
+            created_after=parse_moment(given["created_after"], "created_after"),
+            created_before=parse_moment(given["created_before"], "created_before"),
             name=given["name"],
             name_contains=given["name_contains"],
             archived=self.archived,
@@ -159,7 +159,7 @@ def _bound(text: str | None, name: str) -> float | None:
         raise ApiError(422, "invalid_request", f"{name}: {text!r} is not a number") from None
 
 
-def _moment(text: str | None, name: str) -> datetime | None:
+def parse_moment(text: str | None, name: str) -> datetime | None:
     """An ISO 8601 date or date-time (``2026-01-31``, ``2026-01-31T12:00``, ``...Z``); one without a
     zone is UTC, as the stored ``created_at`` is."""
     if text is None:

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from zootriage.app.api.deps import CallerDep, SessionDep
 from zootriage.app.api.errors import responses
-from zootriage.app.api.run_query import Moment, Text, _moment, blank_to_none
+from zootriage.app.api.run_query import Moment, Text, blank_to_none, parse_moment
 from zootriage.app.api_keys import Caller
 from zootriage.app.project_names import SLUG_CHARS
 from zootriage.app.schemas.trends import TrendsOut
@@ -85,7 +85,7 @@ class TrendQuery:
             name_contains=blank_to_none(self.name_contains),
             tags=tag_filter(self.tags),
             dataset=blank_to_none(self.dataset),
-            since=_moment(blank_to_none(self.since), "since"),
+            since=parse_moment(blank_to_none(self.since), "since"),
         )
 
     def answer(self, session: Session, caller: Caller | None) -> TrendsOut:

@@ -92,6 +92,17 @@ def visible_project_ids(session: Session, caller: Caller | None, name: str | Non
     return tuple(q.project_ids(session, caller.projects))
 
 
+def visible_project_names(
+    session: Session, caller: Caller | None, name: str | None
+) -> tuple[str, ...] | None:
+    """:func:`visible_project_ids` by name, sorted (``app.db.run_queries.RunFilter.projects`` takes
+    names): the same projects, the same 403/404/422; None: every project."""
+    ids = visible_project_ids(session, caller, name)
+    if ids is None:
+        return None
+    return tuple(sorted(q.project_names_by_id(session, ids).values()))
+
+
 def check_projects_exist(session: Session, names: Iterable[str]) -> None:
     """Each name is a project (the default one is made if needed); 422 malformed, 404 unknown."""
     for name in sorted(set(names)):

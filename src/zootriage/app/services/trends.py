@@ -120,21 +120,11 @@ def select_runs(session: Session, selection: Selection, limit: int, caller: Call
         tags=selection.tags,
         dataset_fingerprint=selection.dataset,
         created_after=selection.since,
-        projects=_visible_projects(session, caller, selection.project),
+        projects=project_service.visible_project_names(session, caller, selection.project),
     )
     newest, more = list_runs(session, flt, descending=True, limit=limit)
     runs = list(reversed(newest))
     return Selected(runs, [run.created_at for run in runs], more is not None)
-
-
-def _visible_projects(session: Session, caller: Caller | None, name: str | None) -> tuple[str, ...] | None:
-    """The projects whose runs a trend may show: ``name`` alone when given (403 for a project the key
-    may not use, 404 for none), else every project the key may use; None: every project."""
-    if name is not None:
-        return (project_service.project_for(session, caller, name).name,)
-    if caller is None or caller.projects is None:
-        return None
-    return tuple(sorted(caller.projects))
 
 
 def _alias_runs(session: Session, selection: Selection, limit: int, caller: Caller | None) -> Selected:

@@ -7,17 +7,21 @@ Resumable at two levels: a model interrupted mid-training resumes from its last 
 (``checkpoints/<name>.pt``), and a finished model's record (``models/<name>.json``) is written
 atomically (temporary file, then rename), so a record on disk is always complete and a rerun skips it.
 The probe's C and the floors of a task are written the same way (``probe/<task>.json``) before any of
-the task's models is measured, and are chosen on random-init models only.
+the task's models is measured, and are chosen on random-init models only. They are computed once per
+study folder: shards started together take turns on an exclusive lock (:func:`folder_lock`), and the
+one that finds the file written reads it instead of computing its own.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -47,6 +51,21 @@ def write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # shards may write the same file at once
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the folder itself (made if missing) for the ``with`` block: other
+    processes, and other threads with their own descriptor, wait until it is released. The lock is on
+    the folder's descriptor, so it adds no file to the folder; the kernel releases it if the holder
+    dies."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
 
 
 def study_id(config: StudyConfig) -> str:
@@ -94,18 +113,25 @@ def probe_state(
 ) -> dict[str, Any]:
     """A task's probe C and random-init floors (``probe/<task>.json``), computed on the untrained
     ``floors`` models only (``choose`` picks C from their probe splits) and written before any of the
-    task's models is measured; read back when already there."""
+    task's models is measured; read back when already there.
+
+    Computed once per folder: compute-if-missing runs under :func:`folder_lock` on ``path``'s folder,
+    so of shards starting together one computes and writes the file (atomically) while the others wait,
+    then read it. A file already there is complete (:func:`write_json`) and is read without the lock."""
     if path.exists():
         return dict(json.loads(path.read_text()))
-    splits = [probe_split(builder(s.arch, data.n_classes, s.seed), data, device) for s in floors]
-    c, scores = choose(splits)
-    records = [
-        {"name": s.name, "task": task, "arch": s.arch, "seed": s.seed, "outcomes": outcomes_of(split, c)}
-        for s, split in zip(floors, splits, strict=True)
-    ]
-    state = {"c": c, "validation_accuracy": {str(k): v for k, v in scores.items()}, "floors": records}
-    state.update(extra or {})
-    write_json(path, state)
+    with folder_lock(path.parent):
+        if path.exists():  # another shard wrote it while this one waited
+            return dict(json.loads(path.read_text()))
+        splits = [probe_split(builder(s.arch, data.n_classes, s.seed), data, device) for s in floors]
+        c, scores = choose(splits)
+        records = [
+            {"name": s.name, "task": task, "arch": s.arch, "seed": s.seed, "outcomes": outcomes_of(split, c)}
+            for s, split in zip(floors, splits, strict=True)
+        ]
+        state = {"c": c, "validation_accuracy": {str(k): v for k, v in scores.items()}, "floors": records}
+        state.update(extra or {})
+        write_json(path, state)
     return state
 
 
@@ -198,8 +224,9 @@ def run_zoo(
     ``after_model(name)`` is called after each newly written record (tests use it to interrupt a
     run). With ``shard=(k, n)`` only the models whose position in ``zoo.specs`` is k − 1 modulo n are
     trained, and None is returned: n processes with k = 1 … n share one ``out`` (each record is
-    written atomically, and the probe state, computed the same way by each, too); a run without a
-    shard then gathers every record.
+    written atomically; a task's probe state is computed by one of them before any splits the task's
+    models, and read by the others, :func:`probe_state`); a run without a shard then gathers every
+    record.
     """
     if shard is not None and not 1 <= shard[0] <= shard[1]:
         raise ValueError(f"shard must be k/n with 1 <= k <= n, got {shard[0]}/{shard[1]}")
