@@ -12,6 +12,17 @@ The Wilson interval for k wins in n pairs, z = 1.96, p̂ = k/n:
 Pairs share models, so they are not independent and the interval is, if anything, too narrow. A rule
 "beats ID accuracy" only when its whole interval lies above ID accuracy's win rate on the same pairs;
 every answer that uses a rule says plainly when the evidence does not show that.
+
+Version 3 (study 3, docs/study/PLAN-3.md; ``build_from_confirmatory``) keeps what the confirmatory study
+recorded: ``rules`` = its analysis' ``accuracy`` ({study-3 rule: {task or "pooled": correct, wrong,
+undecided, pairs, accuracy, ci95}}) and ``rule_inputs``, from which ``core.defaults.plan3_decision``
+computes the product's default. ``load_evidence`` gives the readers the same view as for versions 1–2:
+outcome ``probe20`` (pooled over tasks, the primary one) and ``<task>:probe20``, each rule under its
+product key (``psi_eff`` → ``utilization[one_vs_rest,none]``, ``d_and_psi`` → the geometry rule, ...),
+with win rate = correct / pairs (an undecided pick is not correct, as in the plan), the study's
+architecture-cluster bootstrap 95 % interval, and the tally (correct, wrong, undecided). Only a
+candidate marker that qualifies by the plan's rule is confirmed (``beats_id_accuracy``) and not
+exploratory; every other rule, the fallback to ID accuracy included, is exploratory.
 """
 
 from __future__ import annotations
@@ -19,16 +30,20 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from zootriage.core import defaults
 from zootriage.core.catalogue.markers import get_marker, glue_markers
-from zootriage.core.defaults import EVIDENCE_PATH
+from zootriage.core.defaults import CANDIDATES, EVIDENCE_PATH, pick_default, plan3_decision
 
 VERSION = 2
-VERSIONS = (1, 2)  # 1: the first study's win rates; 2: adds Δ against ID accuracy with its interval
+# 1: the first study's win rates; 2: adds Δ against ID accuracy with its interval; 3: the confirmatory
+# study's tallies and the inputs of its decision rule.
+VERSIONS = (1, 2, 3)
 # The outcome the product's claim is about: transfer to new classes (a linear probe on frozen features).
 PRIMARY_OUTCOME = "animal-mnist"
 Z95 = 1.959963984540054
@@ -70,11 +85,17 @@ class RuleEvidence:
     # recipe-bootstrap 95 % interval (None for evidence of version 1).
     delta: float | None = None
     delta_ci: tuple[float, float] | None = None
+    # Version 3: the study's (correct, wrong, undecided) picks over ``pairs``, and whether the plan's
+    # rule confirms this rule (a candidate marker that qualifies; False for every other rule).
+    tally: tuple[int, int, int] | None = None
+    confirmed: bool | None = None
 
     @property
     def beats_id_accuracy(self) -> bool:
-        """The whole interval of Δ above 0 (version 2), else the whole Wilson interval of the win rate
-        above ID accuracy's rate (version 1)."""
+        """Confirmed by the plan's rule (version 3); else the whole interval of Δ above 0 (version 2);
+        else the whole Wilson interval of the win rate above ID accuracy's rate (version 1)."""
+        if self.confirmed is not None:
+            return self.confirmed
         if self.delta_ci is not None:
             return self.delta_ci[0] > 0
         return self.win_rate_ci[0] > self.id_accuracy_win_rate
@@ -89,11 +110,20 @@ class RuleEvidence:
         )
         if self.delta is not None and self.delta_ci is not None:
             line += f" (Δ {self.delta:+.0%} [95% CI {self.delta_ci[0]:+.0%}, {self.delta_ci[1]:+.0%}])"
+        if self.tally is not None:
+            line += f" ({self.tally_text()})"
         if self.rule == ID_ACCURACY:
             return line
         if self.beats_id_accuracy:
             return f"{line}: the evidence shows this rule beating ID accuracy"
         return f"{line}: the evidence does NOT show this rule beating ID accuracy"
+
+    def tally_text(self) -> str:
+        """The tally in words, e.g. "8 correct, 3 wrong, 0 undecided" (version 3); else empty."""
+        if self.tally is None:
+            return ""
+        correct, wrong, undecided = self.tally
+        return f"{correct} correct, {wrong} wrong, {undecided} undecided"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +138,8 @@ class RuleEvidence:
             "correlation_by_architecture": self.correlation_by_architecture,
             "delta": self.delta,
             "delta_ci": list(self.delta_ci) if self.delta_ci is not None else None,
+            "tally": list(self.tally) if self.tally is not None else None,
+            "confirmed": self.confirmed,
             "beats_id_accuracy": self.beats_id_accuracy,
             "summary": self.summary(),
         }
@@ -210,16 +242,144 @@ def build_from_preregistered(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@cache
-def load_evidence(path: Path = EVIDENCE_PATH) -> dict[str, Any]:
-    """The evidence document; ``ValueError`` for a file of another version."""
-    doc = json.loads(path.read_text())
-    if doc.get("version") not in VERSIONS:
-        raise ValueError(f"evidence file {path} has version {doc.get('version')!r}, not one of {VERSIONS}")
+# Study 3's rule names (``core.backtest.study3_analysis``) → the product's marker or rule names; a name
+# not listed is the same in both (numerical_rank, logme, ..., and the trivial baselines).
+STUDY3_NAMES = {"psi_eff": "utilization", "d_eff": "dimension", "r_eff": "radius", "d_and_psi": "geometry"}
+STUDY3_DICHOTOMY = "one_vs_rest"  # the dichotomies of study 3's GLUE (core.backtest.measure)
+_TALLY = ("correct", "wrong", "undecided", "pairs", "accuracy", "ci95")
+_INPUTS = ("tasks", "significant", "frozen_calibrated", "tallies")
+
+
+def _json(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists)."""
+    return json.loads(json.dumps(value))
+
+
+def check_confirmatory(doc: Mapping[str, Any]) -> None:
+    """``ValueError`` naming what a version-3 document lacks or gets wrong: its fields, the inputs of
+    the plan's rule, every rule's tally per scope (correct + wrong + undecided = pairs), and a recorded
+    decision that the rule, applied to the recorded inputs, does not reproduce."""
+    missing = [k for k in ("plan_commit", "outcome", "centering", "rules", "rule_inputs") if k not in doc]
+    if missing:
+        raise ValueError(f"evidence of version 3 lacks {', '.join(missing)}")
+    inputs = doc["rule_inputs"]
+    if not isinstance(inputs, Mapping) or any(k not in inputs for k in _INPUTS):
+        raise ValueError(f"evidence of version 3: rule_inputs must have {', '.join(_INPUTS)}")
+    if any(test not in inputs["significant"] for test in CANDIDATES.values()):
+        raise ValueError(
+            f"evidence of version 3: rule_inputs.significant must have {sorted(CANDIDATES.values())}"
+        )
+    if not isinstance(doc["rules"], Mapping):
+        raise ValueError("evidence of version 3: rules must map each rule to its tallies")
+    for rule, scopes in doc["rules"].items():
+        if not isinstance(scopes, Mapping) or "pooled" not in scopes:
+            raise ValueError(f"evidence of version 3: rule {rule} has no pooled tally")
+        for scope, t in scopes.items():
+            lacks = [k for k in _TALLY if not isinstance(t, Mapping) or k not in t]
+            if lacks:
+                raise ValueError(f"evidence of version 3: rule {rule}, {scope} lacks {', '.join(lacks)}")
+            if int(t["correct"]) + int(t["wrong"]) + int(t["undecided"]) != int(t["pairs"]):
+                raise ValueError(
+                    f"evidence of version 3: rule {rule}, {scope}: correct + wrong + undecided ≠ pairs"
+                )
+    recorded = (doc.get("decision") or {}).get("default")
+    computed = plan3_decision(inputs, doc["rules"])["default"]
+    if recorded is not None and recorded != computed:
+        raise ValueError(
+            f"evidence of version 3 records the default {recorded!r}, but the plan's rule on its "
+            f"rule_inputs gives {computed!r}"
+        )
+
+
+def build_from_confirmatory(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The evidence document (version 3) from study 3's ``results.json``
+    (``core.backtest.study3_report.build_results3``): its ``evidence`` as recorded, named by the study
+    config's name, checked (:func:`check_confirmatory`) and as it reads back from JSON."""
+    found = dict(results["evidence"])
+    if found.get("version") != 3:
+        raise ValueError(f"results hold evidence of version {found.get('version')!r}, not 3")
+    name = (results.get("config") or {}).get("name")
+    doc = _json({**found, "study": found.get("study") or name or f"plan {found.get('plan_commit')}"})
+    check_confirmatory(doc)
     return dict(doc)
 
 
-def evidence_for(key: str, outcome: str | None = None, path: Path = EVIDENCE_PATH) -> RuleEvidence | None:
+def _entry3(rule: str, t: Mapping[str, Any], decision: Mapping[str, Any]) -> dict[str, Any]:
+    """One study-3 tally as the readers' rule entry (module docstring)."""
+    pairs = int(t["pairs"])
+    ci = t["ci95"] or wilson(int(t["correct"]), pairs)
+    confirmed = rule == decision["default"] and not decision.get("nothing_predicts")
+    return {
+        "pairs": pairs,
+        "win_rate": int(t["correct"]) / pairs,
+        "win_rate_ci": [float(ci[0]), float(ci[1])],
+        "undecided": int(t["undecided"]) / pairs,
+        "tally": [int(t["correct"]), int(t["wrong"]), int(t["undecided"])],
+        "confirmed": confirmed,
+        "exploratory": not confirmed,
+        "correlation_by_architecture": {},
+    }
+
+
+def confirmatory_view(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked version-3 document with what the readers of versions 1–2 read added: ``study``,
+    ``primary_outcome`` (pooled ``probe20``), ``questions``, ``outcomes`` and the ``default`` with why
+    (``core.defaults.pick_default``)."""
+    check_confirmatory(doc)
+    decision = plan3_decision(doc["rule_inputs"], doc["rules"])
+    primary = str(doc["outcome"])
+    outcomes: dict[str, Any] = {}
+    for rule, scopes in doc["rules"].items():
+        key = rule_key(STUDY3_NAMES.get(rule, rule), STUDY3_DICHOTOMY, str(doc["centering"]))
+        for scope, t in scopes.items():
+            if int(t["pairs"]) == 0:
+                continue  # no eligible pair: no evidence
+            outcome = primary if scope == "pooled" else f"{scope}:{primary}"
+            into = outcomes.setdefault(outcome, {"rules": {}})
+            into["rules"][key] = _entry3(rule, t, decision)
+            if rule == ID_ACCURACY:
+                into["id_accuracy_win_rate"] = into["rules"][key]["win_rate"]
+    chosen = pick_default(doc)
+    return {
+        **doc,
+        "study": str(doc.get("study") or f"plan {doc['plan_commit']}"),
+        "primary_outcome": primary,
+        "questions": {"v1_v2": primary, "ranking": primary},
+        "outcomes": {k: v for k, v in sorted(outcomes.items()) if "id_accuracy_win_rate" in v},
+        "default": {
+            "rule": chosen.rule,
+            "v1_v2_rule": chosen.v1_v2_rule,
+            "centering": chosen.centering,
+            "reason": chosen.reason,
+        },
+    }
+
+
+def load_evidence(path: Path | None = None) -> dict[str, Any]:
+    """The evidence document (default: ``core.defaults.EVIDENCE_PATH`` as it is when called), read once
+    per path; a version-3 one as :func:`confirmatory_view`. ``ValueError`` for a file of another version
+    or one that lacks what its version needs."""
+    return _load(path if path is not None else defaults.EVIDENCE_PATH)
+
+
+@cache
+def _load(path: Path) -> dict[str, Any]:
+    doc = json.loads(path.read_text())
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if version not in VERSIONS:
+        raise ValueError(f"evidence file {path} has version {version!r}, not one of {VERSIONS}")
+    try:
+        if version == 3:
+            return confirmatory_view(doc)
+    except ValueError as exc:
+        raise ValueError(f"evidence file {path}: {exc}") from None
+    missing = [k for k in ("study", "primary_outcome", "outcomes") if k not in doc]
+    if missing:
+        raise ValueError(f"evidence file {path} (version {version}) lacks {', '.join(missing)}")
+    return dict(doc)
+
+
+def evidence_for(key: str, outcome: str | None = None, path: Path | None = None) -> RuleEvidence | None:
     """The evidence of rule ``key`` (``rule_key``) on ``outcome`` (default: the primary one); None
     when the study did not test this rule."""
     doc = load_evidence(path)
@@ -240,10 +400,12 @@ def evidence_for(key: str, outcome: str | None = None, path: Path = EVIDENCE_PAT
         correlation_by_architecture=entry["correlation_by_architecture"],
         delta=entry.get("delta"),
         delta_ci=tuple(entry["delta_ci"]) if entry.get("delta_ci") else None,
+        tally=(entry["tally"][0], entry["tally"][1], entry["tally"][2]) if entry.get("tally") else None,
+        confirmed=entry.get("confirmed"),
     )
 
 
-def statement(key: str, outcome: str | None = None, path: Path = EVIDENCE_PATH) -> str:
+def statement(key: str, outcome: str | None = None, path: Path | None = None) -> str:
     """The one-line evidence of rule ``key`` for an answer, saying plainly when there is none."""
     found = evidence_for(key, outcome, path)
     if found is not None:
@@ -252,13 +414,31 @@ def statement(key: str, outcome: str | None = None, path: Path = EVIDENCE_PATH) 
     return f"study {study} did not test rule {key}: no evidence that it beats ID accuracy"
 
 
+def build_from_results(results: Mapping[str, Any], study: str | None = None) -> dict[str, Any]:
+    """The evidence document from any study's ``results.json``: the confirmatory study's (version 3),
+    the pre-registered one's (version 2) or the first one's (version 1, named ``study``)."""
+    found = results.get("evidence")
+    if isinstance(found, Mapping) and found.get("version") == 3:
+        return build_from_confirmatory(results)
+    if found is not None:
+        return build_from_preregistered(dict(results))
+    if study is None:
+        raise ValueError("the first study's results need a study id")
+    return build_evidence(dict(results), study)
+
+
+def write_evidence(doc: Mapping[str, Any], path: Path) -> Path:
+    """``doc`` as the evidence file at ``path`` (sorted keys, one space of indent, as shipped)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return path
+
+
 def main(argv: list[str]) -> None:
     """``python -m zootriage.core.evidence RESULTS.json [STUDY_ID]``: rewrite ``core/evidence.json`` from the
-    pre-registered study's results (no id needed) or the first study's (with its id)."""
+    confirmatory or pre-registered study's results (no id needed) or the first study's (with its id)."""
     results = json.loads(Path(argv[0]).read_text())
-    preregistered = "evidence" in results
-    doc = build_from_preregistered(results) if preregistered else build_evidence(results, argv[1])
-    EVIDENCE_PATH.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_evidence(build_from_results(results, argv[1] if len(argv) > 1 else None), EVIDENCE_PATH)
 
 
 if __name__ == "__main__":

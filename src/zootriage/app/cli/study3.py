@@ -4,7 +4,9 @@
   projected CPU-hours with the epoch factor that brings a projection above 7.0 down to 7.0.
 - ``--shard K/N``: train and measure every N-th model from the K-th into ``--out``; no analysis.
 - Without ``--shard``: finish what is missing, then analyse once and write ``results.json`` and
-  ``report.md`` into ``--report-dir``.
+  ``report.md`` into ``--report-dir``, and the evidence document for the product (version 3,
+  ``core.evidence.build_from_confirmatory``) to ``--evidence-out`` (default: ``evidence.json`` in the
+  report folder; the shipped ``src/zootriage/core/evidence.json`` is replaced only when named).
 
 A rerun with the same ``--out`` resumes. A bad config or argument prints its problem and exits 2.
 """
@@ -52,12 +54,16 @@ def study3(
     time_only: Annotated[bool, typer.Option("--time-only", help="the plan's cost check only")] = False,
     shard: Annotated[str | None, typer.Option(help="K/N: train only every N-th model from the K-th")] = None,
     frozen_rule: Annotated[Path, typer.Option(help="the registered frozen rule")] = FROZEN,
+    evidence_out: Annotated[
+        Path | None, typer.Option(help="where to write the evidence file (default: REPORT_DIR/evidence.json)")
+    ] = None,
 ) -> None:
     """The confirmatory study: does any marker beat ID accuracy, and the recipe?"""
     from zootriage.core.backtest.config import Study3Config, load_config
     from zootriage.core.backtest.study3_report import build_results3, write_report3
     from zootriage.core.backtest.study3_run import run_study3
     from zootriage.core.backtest.study3_run import time_only as time_grid
+    from zootriage.core.evidence import build_from_confirmatory, write_evidence
 
     err = Console(stderr=True)
     try:
@@ -83,10 +89,11 @@ def study3(
         path = write_report3(
             results, folder, title=f"Confirmatory study '{cfg.name}' ({dt.date.today().isoformat()})"
         )
+        evidence = write_evidence(build_from_confirmatory(results), evidence_out or folder / "evidence.json")
     except ValueError as exc:
         err.print(f"[red]error[/red] bad_study: {escape(str(exc))}")
         raise typer.Exit(BAD_INPUT) from None
-    err.print(f"report written to {path}")
+    err.print(f"report written to {path}; evidence (version 3) to {evidence}")
 
 
 def register(app: typer.Typer) -> None:

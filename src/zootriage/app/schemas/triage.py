@@ -74,8 +74,13 @@ class RuleAnswerOut(BaseModel):
     )
     reason: str
     win_rate: float | None = Field(description="measured win rate on this question; null: no evidence")
-    win_rate_ci: tuple[float, float] | None = Field(description="its 95% Wilson interval")
+    win_rate_ci: tuple[float, float] | None = Field(
+        description="its 95% interval (Wilson; study 3: the architecture-cluster bootstrap)"
+    )
     pairs: int | None = Field(description="the number of pairs the win rate counts")
+    tally: tuple[int, int, int] | None = Field(
+        None, description="study 3: correct, wrong and undecided picks over the pairs; null otherwise"
+    )
     evidence: str = Field(description="one line: the win rate with its interval, or 'no evidence'")
     validated: bool = Field(description="pre-registered, and the whole interval above 1/2")
     primary: bool = Field(description="the rule the request named, or the product's default")

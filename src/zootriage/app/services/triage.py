@@ -183,6 +183,7 @@ def advice_out(advice: Advice) -> AdviceOut:
                 win_rate=a.evidence.win_rate if a.evidence else None,
                 win_rate_ci=a.evidence.win_rate_ci if a.evidence else None,
                 pairs=a.evidence.pairs if a.evidence else None,
+                tally=a.evidence.tally if a.evidence else None,
                 evidence=a.evidence_text(),
                 validated=a.validated,
                 primary=a.primary,

@@ -21,6 +21,11 @@ A pick is *validated* when the evidence file has the followed rule on this quest
 not mark it exploratory, and the whole win-rate interval lies above 1/2 (it picks the better model
 more often than a coin would); any other pick is labelled exploratory. Its confidence is the
 followed rule's measured win rate with its interval.
+
+With the confirmatory study's evidence (version 3, ``core.evidence``) both questions read its primary
+outcome (``probe20`` pooled over tasks); a win rate there is correct picks / eligible pairs, an
+undecided pick counting as not correct, with the study's tally beside it, and only a marker that the
+plan's rule confirms is validated (the fallback to ID accuracy is exploratory).
 """
 
 from __future__ import annotations
@@ -79,7 +84,8 @@ class RuleAnswer:
         if e is None:
             return "no evidence"
         lo, hi = e.win_rate_ci
-        return f"win rate {e.win_rate:.0%} [95% CI {lo:.0%}–{hi:.0%}] over {e.pairs} pairs"
+        text = f"win rate {e.win_rate:.0%} [95% CI {lo:.0%}–{hi:.0%}] over {e.pairs} pairs"
+        return f"{text} ({e.tally_text()})" if e.tally is not None else text
 
 
 @dataclass(frozen=True)
