@@ -1,5 +1,6 @@
 """The web pages in headless Chromium against the real stack (uvicorn + Celery on PostgreSQL/Redis),
-with real scored runs of the ccexam and advertorch MNIST programs.
+with real scored jobs of the ccexam MNIST program (one for the module's history, copied twice in the
+database, and one submitted through the page to watch live).
 
 Every page must load with no console error and no request leaving the machine. Screenshots of each
 page are kept under the pytest tmp dir as artefacts.
@@ -7,10 +8,12 @@ page are kept under the pytest tmp dir as artefacts.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +21,13 @@ import httpx
 import pytest
 from playwright.sync_api import Browser
 from sqlalchemy import delete, select
+from sqlalchemy.orm import selectinload
 
 from tests.integration.browser import Watched, chromium, watched_page
 from tests.integration.databases import wipe_tables
 from tests.integration.seeding import fake_run
 from tests.integration.stack import Stack
-from zootriage.app.db.models import Job, Run
+from zootriage.app.db.models import Job, Marker, Run
 from zootriage.app.db.session import session_scope
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -48,23 +52,53 @@ def _finish(http: httpx.Client, posted: httpx.Response, timeout: float = 300) ->
 
 @pytest.fixture(scope="module")
 def scored(stack: Stack, digit_programs: dict[str, Path], database_url: str) -> list[str]:
-    """Three real runs from an empty history: the ccexam MNIST CNN on three seeded samples (advertorch's
-    LeNet5 programs are over the session's 2 MB upload limit)."""
+    """Three runs from an empty history: one real run of the ccexam MNIST CNN (advertorch's LeNet5
+    programs are over the session's 2 MB upload limit), then two copies of it on other sampling seeds
+    with shifted marker values, written into the database (these tests are about pages, not jobs: a
+    real job costs a worker extraction each; the upload test below runs one live)."""
     wipe_tables(database_url)
     http = httpx.Client(base_url=stack.base_url, timeout=60)
     program = digit_programs["ccexam"].read_bytes()
     uploaded = http.post("/v1/checkpoints", files={"file": ("ccexam.pt2", program)})
     assert uploaded.status_code in {200, 201}, uploaded.text
     model = {"source": "checkpoint", "path": uploaded.json()["model_path"]}
-    run_ids = []
-    for seed in range(3):
-        sampling = {"per_class": 20, "split": "test", "seed": seed}
-        body: dict[str, Any] = {
-            "model": model, "dataset": {"source": "builtin", "name": "mnist"}, "sampling": sampling,
-            "protocol": {"n_t": 50, "seed": seed},
-        }
-        run_ids.append(_finish(http, http.post("/v1/jobs", json=body)))
-    return run_ids
+    body: dict[str, Any] = {
+        "model": model,
+        "dataset": {"source": "builtin", "name": "mnist"},
+        "sampling": {"per_class": 20, "split": "test", "seed": 0},
+        "protocol": {"n_t": 50, "seed": 0},
+    }
+    real = _finish(http, http.post("/v1/jobs", json=body))
+    return [real, *(_copy_run(database_url, real, seed) for seed in (1, 2))]
+
+
+def _copy_run(database_url: str, run_id: str, seed: int) -> str:
+    """A run like ``run_id`` on sampling seed ``seed``: a run key of its own, a later time, and every
+    marker value scaled by ``1 - 0.02 * seed`` (distinct points, still inside each marker's range)."""
+    with session_scope(database_url) as session:
+        source = session.scalars(
+            select(Run).where(Run.id == uuid.UUID(run_id)).options(selectinload(Run.markers))
+        ).one()
+        scale = 1 - 0.02 * seed
+        copy = Run(
+            run_key=hashlib.sha256(f"{source.run_key}-seed-{seed}".encode()).hexdigest(),
+            model_ref=source.model_ref, name=source.name, architecture=source.architecture,
+            weights_sha256=source.weights_sha256, dataset_ref=source.dataset_ref,
+            dataset_fingerprint=source.dataset_fingerprint, sampling={**source.sampling, "seed": seed},
+            protocol=source.protocol, model_meta=source.model_meta,
+            code_version=source.code_version, device=source.device, n_images=source.n_images,
+            timings=source.timings, created_at=source.created_at + timedelta(seconds=seed),
+            markers=[
+                Marker(
+                    name=m.name, value=None if m.value is None else m.value * scale, std=m.std,
+                    applicable=m.applicable, reason=m.reason, decidable=m.decidable, version=m.version,
+                )
+                for m in source.markers
+            ],
+        )  # fmt: skip
+        session.add(copy)
+        session.flush()
+        return str(copy.id)
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +106,11 @@ def gate_id(stack: Stack, scored: list[str]) -> str:
     """A gate decided from stored runs alone (the first run against itself: the same sample)."""
     same = {"source": "run", "id": scored[0]}
     body = {
-        "candidate": same, "baseline": same, "dataset": {"source": "builtin", "name": "mnist"},
-        "sampling": {"per_class": 20, "split": "test", "seed": 0}, "protocol": {"n_t": 50, "seed": 0},
+        "candidate": same,
+        "baseline": same,
+        "dataset": {"source": "builtin", "name": "mnist"},
+        "sampling": {"per_class": 20, "split": "test", "seed": 0},
+        "protocol": {"n_t": 50, "seed": 0},
         "rules": ["dimension: max_relative_drop 0.05", "id_accuracy: min 0.9"],
     }
     decided = httpx.post(f"{stack.base_url}/v1/gates", json=body, timeout=60)
@@ -159,7 +196,10 @@ def test_pages_fit_a_phone_screen(stack: Stack, scored: list[str], shots: Path, 
     phone = watched_page(browser, width=390, height=844)
     try:
         pages = (
-            ("home", "/"), ("runs", "/runs"), ("run", f"/runs/{scored[0]}"), ("backtests", "/backtests"),
+            ("home", "/"),
+            ("runs", "/runs"),
+            ("run", f"/runs/{scored[0]}"),
+            ("backtests", "/backtests"),
             ("study", "/backtests/study"),
             ("recommendation", "/recommendations/mobilenet_v2?dataset=builtin:mnist"),
         )

@@ -94,30 +94,38 @@ class Cluster:
     s3_endpoint: str
     folder: Path
     workers: list[Worker]
+    gpu: Worker  # the module's one ``gpu`` worker, started with the API (each start imports torch)
 
     def start_worker(self, name: str, queues: str, **env: str) -> Worker:
-        """``zootriage worker --queues QUEUES`` with its own state folder (the worker's "host")."""
-        root = self.folder / name
-        settings = host_settings(root, self.database_url, self.broker_url)
-        environment = service_env(settings, ZOOTRIAGE_STORAGE_URL=self.store_url, **AWS, **LIVENESS, **env)
-        log = self.folder / f"{name}.log"
-        app = "zootriage.worker.celery_app"
-        # As ``zootriage worker --queues QUEUES`` runs it; the node name is the worker's identity in
-        # the run (model_meta.workers).
-        command = [sys.executable, "-m", "celery", "-A", app, "worker", "--loglevel=INFO", "-Q", queues]
-        process = subprocess.Popen(
-            [*command, "-n", f"{name}@%h"],
-            env=environment,
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        worker = Worker(name, process, log)
+        """A worker of one test (stopped after it, ``workers``) on its own "host"."""
+        worker = spawn_worker(self.folder, self.database_url, self.broker_url, self.store_url, name, queues,
+                              **env)  # fmt: skip
         self.workers.append(worker)
         return worker
 
     def s3(self) -> S3Store:
         return S3Store(self.bucket, prefix="zoo", endpoint_url=self.s3_endpoint)
+
+
+def spawn_worker(
+    folder: Path, database_url: str, broker_url: str, store_url: str, name: str, queues: str, **env: str
+) -> Worker:
+    """``zootriage worker --queues QUEUES`` with its own state folder (the worker's "host")."""
+    settings = host_settings(folder / name, database_url, broker_url)
+    environment = service_env(settings, ZOOTRIAGE_STORAGE_URL=store_url, **AWS, **LIVENESS, **env)
+    log = folder / f"{name}.log"
+    app = "zootriage.worker.celery_app"
+    # As ``zootriage worker --queues QUEUES`` runs it; the node name is the worker's identity in the run
+    # (model_meta.workers).
+    command = [sys.executable, "-m", "celery", "-A", app, "worker", "--loglevel=INFO", "-Q", queues]
+    process = subprocess.Popen(
+        [*command, "-n", f"{name}@%h"],
+        env=environment,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return Worker(name, process, log)
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +136,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     s3_server.start()
     api: subprocess.Popen[bytes] | None = None
     cluster: Cluster | None = None
+    gpu: Worker | None = None
     old_env = {name: os.environ.get(name) for name in AWS}
     os.environ.update(AWS)
     try:
@@ -137,6 +146,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         with scratch_database() as url:
             migrate(url)
             broker = f"{redis_server.url}/0"
+            # The GPU worker first: its imports overlap the API's start (both tests use it).
+            gpu = spawn_worker(folder, url, broker, store_url, "gpu1", "gpu")
             logs = folder / "api-logs"
             logs.mkdir()
             api, base_url = start_api(
@@ -155,16 +166,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 s3_server.url,
                 folder,
                 [],
+                gpu,
             )
             yield cluster
             for worker in cluster.workers:
                 worker.stop()
+            gpu.stop()
             api.terminate()
             api.wait(timeout=30)
     finally:
         if cluster is not None:
             for worker in cluster.workers:
                 worker.stop()
+        if gpu is not None:
+            gpu.stop()
         if api is not None and api.poll() is None:
             api.kill()
         for name, value in old_env.items():
@@ -221,8 +236,7 @@ def test_jobs_are_extracted_on_the_gpu_queue_and_scored_on_the_cpu_queue(
 ) -> None:
     """An upload through the API reaches the GPU worker through the store alone (its upload folder is
     not the API's); each job is extracted there and scored by the CPU worker, once."""
-    cluster = workers
-    gpu = cluster.start_worker("gpu1", "gpu")
+    cluster, gpu = workers, workers.gpu
     cpu = cluster.start_worker("cpu1", "cpu")
     gpu.wait_ready()
     cpu.wait_ready()
@@ -258,10 +272,9 @@ def test_a_killed_markers_worker_resumes_from_cached_features_on_another(
     """The CPU worker is SIGKILLed while it computes the markers; the reaper requeues the job to the
     ``cpu`` queue (its features are cached) and a second CPU worker finishes it, with no second
     extraction."""
-    cluster, release = workers, tmp_path / "release"
-    gpu = cluster.start_worker("gpu2", "gpu")
-    gpu.wait_ready()
+    cluster, release, gpu = workers, tmp_path / "release", workers.gpu
     doomed = cluster.start_worker("cpu2", "cpu", **{PAUSE_STAGE: "markers", PAUSE_FILE: str(release)})
+    gpu.wait_ready()
     doomed.wait_ready()
     model = upload_program(cluster, mnist_program)
     job = submit(cluster, model, seed=41)

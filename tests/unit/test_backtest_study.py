@@ -35,8 +35,18 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tiny")
     result = CliRunner().invoke(
         app,
-        ["study2", str(STUDIES / "tiny.toml"), "--out", str(folder / "state"), "--report-dir",
-         str(folder / "report"), "--threads", "1", "--device", "cpu"],
+        [
+            "study2",
+            str(STUDIES / "tiny.toml"),
+            "--out",
+            str(folder / "state"),
+            "--report-dir",
+            str(folder / "report"),
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+        ],
     )
     assert result.exit_code == 0, result.output
     return folder
@@ -100,9 +110,12 @@ def test_the_study_writes_the_evidence_the_service_reads(tiny_run: Path, tmp_pat
 
 
 def _small(config: StudyConfig) -> StudyConfig:
-    """The tiny grid on one architecture and without the v1/v2 arm (faster, same code)."""
+    """The tiny grid on one architecture, one seed and without the v1/v2 arm (faster, same code): four
+    models, two per task, so a run killed after its first model still has three to resume and each of
+    two shards has models of its own."""
     return config.model_copy(
         update={
+            "seeds": config.seeds[:1],
             "task_a": config.task_a.model_copy(update={"archs": ["mlp2"]}),
             "v1v2": None,
         }
@@ -165,11 +178,21 @@ def test_bad_config_exits_2_with_the_problem(tmp_path: Path) -> None:
 
 def test_time_only_projects_the_total_and_trains_nothing_else(tmp_path: Path) -> None:
     result = CliRunner().invoke(
-        app, ["study2", str(STUDIES / "tiny.toml"), "--time-only", "--threads", "1", "--device", "cpu",
-              "--out", str(tmp_path / "state")]
+        app,
+        [
+            "study2",
+            str(STUDIES / "tiny.toml"),
+            "--time-only",
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "state"),
+        ],
     )
     assert result.exit_code == 0, result.output
-    timing = json.loads(result.stdout[result.stdout.index("{"):])
+    timing = json.loads(result.stdout[result.stdout.index("{") :])
     assert set(timing["seconds_per_epoch_image"]) == {"mlp2", "cnn"}
     assert timing["projected_training_hours"] > 0 and 0 < timing["epoch_scale"] <= 1
     assert not (tmp_path / "state").exists()
