@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from zootriage.app.api.cursor import PageLimit
 from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
 from zootriage.app.api.errors import ApiError, responses
+from zootriage.app.api.project_scope import WorkProject
 from zootriage.app.schemas.triage import Pending, Recommendation, RecommendationPage
 from zootriage.app.services import recommendations as recommendation_service
 from zootriage.app.services import triage as triage_service
@@ -119,11 +120,13 @@ def post_recommendation(
     settings: SettingsDep,
     scoring: ScoringDep,
     _: WriteAccess,
+    project: WorkProject,
     rule: RuleName = None,
 ) -> JSONResponse:
     """Queue whatever runs ``arch``'s verdict still needs (202 with the jobs, asking again queues
-    nothing new) or, once both are stored, answer 200 with the verdict as ``GET`` does."""
+    nothing new) in ``?project=`` (default: the default project, as for ``POST /v1/jobs``), whose runs
+    join it, or, once both are stored, answer 200 with the verdict as ``GET`` does."""
     chosen = triage_service.triage_rule(rule, verdict=True)
-    answer = recommendation_service.recommend(session, settings, arch, scoring, chosen)
+    answer = recommendation_service.recommend(session, settings, arch, scoring, chosen, project.id)
     status = 202 if isinstance(answer, Pending) else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

@@ -13,6 +13,7 @@ from zootriage.app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cu
 from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
 from zootriage.app.api.errors import responses
 from zootriage.app.api.ids import SweepId
+from zootriage.app.api.project_scope import WorkProject
 from zootriage.app.db.paging import CREATED
 from zootriage.app.schemas.sweeps import SweepOut, SweepPage, SweepRequest
 from zootriage.app.services import sweeps as sweep_service
@@ -24,11 +25,12 @@ router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
     "", status_code=201, response_model=SweepOut, responses=responses(401, 403, 404, 409, 413, 422, 503)
 )
 def post_sweep(
-    body: SweepRequest, session: SessionDep, settings: SettingsDep, _: WriteAccess
+    body: SweepRequest, session: SessionDep, settings: SettingsDep, _: WriteAccess, project: WorkProject
 ) -> JSONResponse:
     """One job per model (a model already scored under this protocol is answered by its run), at most
-    ``sweep_in_flight`` of them queued at a time so that other users' jobs interleave."""
-    sweep = sweep_service.create(session, settings, body)
+    ``sweep_in_flight`` of them queued at a time so that other users' jobs interleave; every job and
+    run is in ``?project=`` (default: the default project, as for ``POST /v1/jobs``)."""
+    sweep = sweep_service.create(session, settings, body, project.id)
     return JSONResponse(
         sweep.model_dump(mode="json"), status_code=201, headers={"Location": f"/v1/sweeps/{sweep.id}"}
     )

@@ -134,7 +134,7 @@ class Client:
         return str(answer.json()["model_path"])
 
 
-UPLOAD_ID = re.compile(r"^ckpt:([0-9a-f]{64})$")
+UPLOAD_ID = re.compile(r"^ckpt:([0-9a-f]{8,64})$")  # an upload id, or a unique prefix of it
 
 
 def _preprocess(text: str | None) -> Any:
@@ -374,6 +374,7 @@ def recommend(
     points_per_class: PointsPerClass = None,
     repeats: Repeats = None,
     rule: TriageRule = None,
+    project: ProjectOpt = None,
     timeout: Timeout = 3600,
     as_json: AsJson = False,
 ) -> None:
@@ -382,7 +383,7 @@ def recommend(
     with _errors_exit():
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
-        query = {**scoring.query(), **({"rule": rule} if rule else {})}
+        query = {**scoring.query(), **({"rule": rule} if rule else {}), **project_params(project)}
         # POST queues the runs the verdict still needs (202 with their jobs), then answers it.
         answer = answered(
             client, lambda: client.call("POST", f"/v1/recommendations/{arch}", params=query), timeout

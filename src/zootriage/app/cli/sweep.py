@@ -18,6 +18,7 @@ from zootriage.app.cli.client import (
     ApiKey,
     AsJson,
     Client,
+    ProjectOpt,
     RunName,
     RunTags,
     ServiceError,
@@ -30,6 +31,7 @@ from zootriage.app.cli.client import (
     err,
     model_json,
     out,
+    project_params,
     tag_map,
 )
 from zootriage.app.cli.scoring_options import (
@@ -134,6 +136,7 @@ def start(
     rule: TriageRule = None,
     name: RunName = None,
     tag: RunTags = None,
+    project: ProjectOpt = None,
     wait: Annotated[bool, typer.Option(help="follow the sweep until it ends and print its ranking")] = True,
     timeout: Timeout = 24 * 3600,
     as_json: AsJson = False,
@@ -154,7 +157,7 @@ def start(
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         named = {"rule": rule} if rule else {}  # none: the server's default rule
         body = {"models": selection, **scoring.body(), **named, "name": name, "tags": tag_map(tag)}
-        sweep = dict(client.call("POST", "/v1/sweeps", json=body).json())
+        sweep = dict(client.call("POST", "/v1/sweeps", json=body, params=project_params(project)).json())
         err.print(f"sweep {sweep['id']}: {sweep['progress']['total']} models")
         if wait:
             sweep = _follow(client, sweep["id"], timeout)

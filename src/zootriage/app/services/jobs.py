@@ -42,6 +42,7 @@ from zootriage.app.services.admission import Admitted, admit
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.inherit import inherit
 from zootriage.app.services.sweep_queue import mark_published, publish_after, send
+from zootriage.app.services.upload_prefixes import with_full_upload_id
 from zootriage.app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -89,8 +90,9 @@ def request_hash_of(body: JobRequest) -> str:
 
 
 def prepare(session: Session, settings: Settings, body: JobRequest) -> Prepared:
-    """Admit a request (``app.services.admission``; a 4xx ``ZooError`` refuses it) without writing."""
-    inherited = inherit(session, body)
+    """Admit a request (``app.services.admission``; a 4xx ``ZooError`` refuses it) without writing; an
+    upload named by a unique prefix of its id is named in full first (``app.services.upload_prefixes``)."""
+    inherited = inherit(session, with_full_upload_id(session, body))
     admitted = admit(inherited.body, settings)
     return Prepared(admitted, request_hash_of(body), inherited.name, dict(inherited.tags))
 

@@ -116,11 +116,18 @@ def _recommendation(
 
 
 def recommend(
-    session: Session, settings: Settings, arch: str, scoring: ScoringPlan, rule: Rule
+    session: Session,
+    settings: Settings,
+    arch: str,
+    scoring: ScoringPlan,
+    rule: Rule,
+    project_id: int | None = None,
 ) -> Pending | Recommendation:
+    """The verdict once both weights are stored, else what is pending, the missing runs queued in
+    project ``project_id`` (None: the default project), which the runs join."""
     pair = pair_of(arch)
     wanted = {key: Wanted(ref) for key, ref in _refs(arch).items()}
-    gathered = gather(session, settings, wanted, scoring)
+    gathered = gather(session, settings, wanted, scoring, project_id)
     if (pending := gathered.pending()) is not None:
         return pending
     return _recommendation(pair, gathered, rule, scoring)

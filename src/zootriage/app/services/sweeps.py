@@ -92,8 +92,11 @@ def expand(body: SweepRequest) -> list[Wanted]:
         raise ServiceError(422, "bad_label", f"a model's tags with the sweep's: {exc}") from None
 
 
-def create(session: Session, settings: Settings, body: SweepRequest) -> SweepOut:
-    """Admit every model, then write the sweep and one job per model, and publish its first jobs."""
+def create(
+    session: Session, settings: Settings, body: SweepRequest, project_id: int | None = None
+) -> SweepOut:
+    """Admit every model, then write the sweep and one job per model in project ``project_id`` (None:
+    the default project; each run joins it, ``jobs.create``), and publish its first jobs."""
     rule = triage_rule(body.rule)
     scoring = ScoringPlan(body.dataset, body.sampling, body.protocol)
     wants = expand(body)
@@ -120,7 +123,7 @@ def create(session: Session, settings: Settings, body: SweepRequest) -> SweepOut
     session.add(sweep)
     session.commit()
     for position, (want, ready) in enumerate(zip(wants, prepared, strict=True)):
-        submitted = job_service.create(session, settings, ready, sweep_id=sweep.id)
+        submitted = job_service.create(session, settings, ready, sweep_id=sweep.id, project_id=project_id)
         session.add(
             SweepMember(
                 sweep_id=sweep.id,
