@@ -154,3 +154,47 @@ def test_markers_with_the_gram_beside_the_qr_equal_the_serial_ones(monkeypatch):
         torch.set_num_threads(before)
     for m in MARKERS:
         assert getattr(overlapped, m) == pytest.approx(getattr(serial, m), rel=1e-12, abs=1e-15), m
+
+
+@pytest.mark.parametrize("centering", ["none", "global"])
+def test_two_threads_give_the_draws_and_regime_of_one(centering):
+    """With two threads the Gaussian draws are made beside the QR, the cone points A_kλ_k are summed
+    in one piece per thread and the regime check runs beside the geometry's chunks: the points and
+    draws are those of one thread to the last bit, the cone points the one-piece sums of the same
+    solutions to the last bit, the solutions agree to K's rounding (K is formed beside the QR) and
+    the regime and markers are the same."""
+    import zootriage.core.glue as glue
+
+    x, y = relu_like(seed=1, n_classes=8, per_class=30, dim=300)
+    feats, classes, p = glue.glue_inputs(x, y)
+    cpu = torch.device("cpu")
+    one, two = (
+        glue.solve_draws(
+            feats,
+            classes,
+            p,
+            np.random.SeedSequence(4),
+            150,
+            centering,
+            "one_vs_rest",
+            "fast",
+            cpu,
+            workers=w,
+        )
+        for w in (1, 2)
+    )
+    assert torch.equal(one.points, two.points) and torch.equal(one.t, two.t)
+    assert np.array_equal(one.dichotomies, two.dichotomies)
+    assert torch.equal(two.cone, glue.cone_points(two.signs, two.lam, two.points))
+    assert torch.allclose(one.lam, two.lam, rtol=0, atol=1e-10)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        serial = analyze(x, y, device="cpu", n_t=150, centering=centering)
+        torch.set_num_threads(2)
+        threaded = analyze(x, y, device="cpu", n_t=150, centering=centering)
+    finally:
+        torch.set_num_threads(before)
+    assert serial.regime == threaded.regime
+    for m in MARKERS:
+        assert getattr(threaded, m) == pytest.approx(getattr(serial, m), rel=1e-12, abs=1e-15), m

@@ -27,6 +27,7 @@ result depends on the seed alone, not on the device, the solver or the thread co
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast
 
@@ -238,11 +239,18 @@ def solve_draws(
     QR (``preprocess_with_gram``); on a GPU the solver forms it there."""
     t_rng, y_rng = (np.random.default_rng(s) for s in seed.spawn(2))
     gram = None
-    if solver == "fast" and device.type == "cpu" and (workers or 1) > 1 and _rotates(x.shape):
-        points, scale, gram = preprocess_with_gram(x, centering, workers or 1)
+    threads = workers or 1
+    if solver == "fast" and device.type == "cpu" and threads > 1 and _rotates(x.shape):
+        # The draws need only the rank r = n (the rotation's width), not the points: drawn on the
+        # pool beside the QR and K (numpy releases the GIL while it fills them).
+        drawn: list[np.ndarray] = []
+        points, scale, gram = preprocess_with_gram(
+            x, centering, threads, beside=lambda: drawn.append(t_rng.standard_normal((n_t, x.shape[0])))
+        )
+        t = drawn[0]
     else:
         points, scale = preprocess(x, centering)
-    t = t_rng.standard_normal((n_t, points.shape[1]))
+        t = t_rng.standard_normal((n_t, points.shape[1]))
     dichotomies = draw_dichotomies(n_classes, n_t, dichotomy, y_rng)
     # ±1 as int8: the (n_t, n) signs are 0.4 GB in float64 at P = 1000 × M = 50, n_t = 1000.
     signs = (-dichotomies).astype(np.int8)[:, classes]
@@ -260,7 +268,13 @@ def solve_draws(
         if n_fallback:
             idx = bad.cpu().numpy()
             lam[bad] = torch.from_numpy(solve_reference(points, signs[idx], t[idx])).to(device)
-    cone = cone_points(sig, lam, pts)
+    if device.type == "cpu" and threads > 1 and n_t > 1:
+        # One bag per draw: the draws split into one piece per thread give the same sums.
+        step = -(-n_t // threads)
+        pieces = [slice(start, start + step) for start in range(0, n_t, step)]
+        cone = torch.cat(run_all(lambda sl: cone_points(sig[sl], lam[sl], pts), pieces, threads))
+    else:
+        cone = cone_points(sig, lam, pts)
     cls = torch.from_numpy(classes).to(device)
     n_of_t = cone.square().sum(dim=1)
     return Draws(pts, cls, n_classes, tt, sig, lam, n_of_t, cone, scale, n_fallback, dichotomies)
@@ -308,10 +322,13 @@ def _rotates(shape: tuple[int, ...]) -> bool:
 
 
 def preprocess_with_gram(
-    x: np.ndarray, centering: str, workers: int
+    x: np.ndarray, centering: str, workers: int, *, beside: Callable[[], object] | None = None
 ) -> tuple[np.ndarray, float, torch.Tensor]:
     """``preprocess`` and the Gram matrix K = XXᵀ of the points it returns, the two at once on two
     threads of the shared pool (``core.threads.run_all``), so that K no longer waits for the QR.
+    ``beside``, when given, runs as a third task of the same pool (``solve_draws`` draws the
+    Gaussian t_k there: with two threads it follows K, which is shorter than the QR); its result is
+    dropped, so it keeps what it makes itself.
 
     K is invariant under the rotation: with Xᵀ = QR the points are X Q / s (s the scale), so
     K = (X Q)(X Q)ᵀ / s² = X Xᵀ / s², computed from the (centred) features while the QR runs. It
@@ -328,7 +345,8 @@ def preprocess_with_gram(
     # One intra-op thread for both, set here once: each task changing the process-wide count
     # itself could restore it under the other's feet.
     with single_threaded(torch.device("cpu")):
-        prepared, raw = run_all(lambda task: task(), [lambda: preprocess(x, centering), raw_gram], workers)
+        tasks: list[Callable[[], object]] = [lambda: preprocess(x, centering), raw_gram]
+        prepared, raw, *_ = run_all(lambda task: task(), [*tasks, *([beside] if beside else [])], workers)
     points, scale = cast(tuple[np.ndarray, float], prepared)
     return points, scale, cast(torch.Tensor, raw).div_(scale * scale)
 
@@ -366,7 +384,10 @@ def _summarize(d: Draws, workers: int = 1) -> GlueResult:
     n_of_t = d.n_of_t.cpu().numpy()
     n_t = n_of_t.size
     n_crit = float(n_of_t.mean())
-    geo = effective_geometry(d.points, d.classes, d.n_classes, d.t, d.lam, n_crit, workers)
+    regime: list[Regime] = []
+    # The regime check runs on the geometry's threads, beside its chunks (glue_geometry).
+    beside = lambda: regime.append(regime_of(d))  # noqa: E731
+    geo = effective_geometry(d.points, d.classes, d.n_classes, d.t, d.lam, n_crit, workers, beside=beside)
     return GlueResult(
         capacity=d.n_classes / n_crit if n_crit > 0 else math.inf,
         n_crit=n_crit,
@@ -382,7 +403,7 @@ def _summarize(d: Draws, workers: int = 1) -> GlueResult:
         n_points=int(d.points.shape[0]),
         n_t=n_t,
         n_fallback=d.n_fallback,
-        regime=regime_of(d),
+        regime=regime[0],
     )
 
 

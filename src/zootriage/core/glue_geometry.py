@@ -22,8 +22,11 @@ scale), on whatever device the inputs live.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -126,6 +129,7 @@ def effective_geometry(
     lam: torch.Tensor,
     n_crit: float,
     workers: int = 1,
+    beside: Callable[[], object] | None = None,
 ) -> Geometry:
     """The markers of the module docstring from the draws t (n_t, r) and their solutions λ (n_t, n).
 
@@ -136,6 +140,8 @@ def effective_geometry(
     is O(n_t·|S|·r + n_t·|A|³) and memory O(chunk·|A|·r), whatever P and n. On the CPU the chunks
     are shared among ``workers`` threads (each op on the caller's intra-op threads: one, inside
     ``core.glue.analyze``), their sums added in chunk order so the answer does not depend on it.
+    ``beside``, when given, is one more task for those threads, queued first (``core.glue`` runs the
+    regime check there, so that it no longer waits for the geometry); its result is dropped.
     """
     n_t, r, dev, dt = lam.shape[0], points.shape[1], lam.device, lam.dtype
     rows, cols = lam.nonzero(as_tuple=True)
@@ -211,7 +217,10 @@ def effective_geometry(
         )
 
     starts = range(0, n_t, step)
-    parts = run_all(chunk, starts, workers if dev.type == "cpu" else 1)
+    tasks: list[Callable[[], object]] = [] if beside is None else [beside]
+    tasks += [functools.partial(chunk, start) for start in starts]
+    done = run_all(lambda task: task(), tasks, workers if dev.type == "cpu" else 1)
+    parts = cast(list[torch.Tensor], done[len(done) - len(starts) :])
     # Added in chunk order whatever the threads: the same sums as one thread, to the last bit.
     total = torch.stack(parts).sum(dim=0).tolist() if parts else [0.0] * 6
     sums = dict(zip(("a", "b", "axis", "axis_n", "ca", "ca_n"), total, strict=True))

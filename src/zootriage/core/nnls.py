@@ -247,7 +247,6 @@ class _Active:
         self.cloud, self.n = prob.cloud, prob.n
         self.b, self.signs, self.tol = prob.b, prob.signs, _ENTER_RTOL * prob.scale
         self.rows = torch.arange(b, device=dev)  # each draw's row in the block
-        self.here = self.rows  # 0..B−1 for the draws now in the block
         self.idx = torch.full((b, 8), self.n, dtype=torch.long, device=dev)
         self.v = torch.zeros((b, 8), dtype=dt, device=dev)
         self.count = torch.zeros(b, dtype=torch.long, device=dev)
@@ -269,7 +268,6 @@ class _Active:
         indexing with a tensor)."""
         for name in ("b", "signs", "tol", "rows", "idx", "v", "count", "chol", "z"):
             setattr(self, name, getattr(self, name).index_select(0, rows))
-        self.here = torch.arange(rows.shape[0], device=rows.device)
 
     def append(self, enter: torch.Tensor) -> torch.Tensor:
         """Add index j = ``enter[b]`` to every draw's passive set by a rank-one extension of its factor:
@@ -294,12 +292,21 @@ class _Active:
         at = enter.unsqueeze(1)
         c_j = (self.b.gather(1, at) * self.signs.gather(1, at)).squeeze(1)
         z_j = c_j - (l_row * self.z).sum(dim=1)
-        if bool(ok.all()):  # the usual step: every draw takes its index, no row selections
-            here, pos, d = self.here, self.count, d2.sqrt()
-        else:
-            here = ok.nonzero(as_tuple=True)[0]
-            pos, d = self.count[here], d2[here].sqrt()
-            l_row, z_j, enter = l_row[here], z_j[here], enter[here]
+        if bool(ok.all()):
+            # The usual step: every draw takes its index. Four scatters along the slots (one write
+            # per draw at its slot pos = count) instead of advanced-index writes, which build and
+            # check index tensors on every call.
+            d = d2.sqrt()
+            pos = self.count.unsqueeze(1)
+            row = l_row.scatter_(1, pos, d.unsqueeze(1))  # l is zero from slot pos on: L's new row
+            self.chol.scatter_(1, pos.unsqueeze(2).expand(-1, 1, row.shape[1]), row.unsqueeze(1))
+            self.z.scatter_(1, pos, (z_j / d).unsqueeze(1))
+            self.idx.scatter_(1, pos, enter.unsqueeze(1))
+            self.count += 1
+            return ok
+        here = ok.nonzero(as_tuple=True)[0]
+        pos, d = self.count[here], d2[here].sqrt()
+        l_row, z_j, enter = l_row[here], z_j[here], enter[here]
         self.chol[here, pos, :] = l_row  # l is zero from slot pos on: the row of L, bar its diagonal
         self.chol[here, pos, pos] = d
         self.z[here, pos] = z_j / d
@@ -351,20 +358,20 @@ def _solve_block_steps(
     full = _Problems(cloud, signs, t)
     act = _Active(full)
     out_idx = torch.full((n_draws, 1), n, dtype=torch.long, device=dev)
-    out_x = torch.zeros((n_draws, 1), dtype=dt, device=dev)
+    out_v = torch.zeros((n_draws, 1), dtype=dt, device=dev)
 
     def finish(mask: torch.Tensor) -> torch.Tensor | None:
-        """Copy the draws of ``mask`` out (λ = σ ⊙ v) and drop them; the block positions of the
-        draws left (None when none is)."""
-        nonlocal out_idx, out_x
+        """Copy the draws of ``mask`` out (their slots and signed values v; λ = σ ⊙ v is formed once
+        at the end) and drop them; the block positions of the draws left (None when none is)."""
+        nonlocal out_idx, out_v
         width = act.idx.shape[1]
         if width > out_idx.shape[1]:
             out_idx = torch.nn.functional.pad(out_idx, (0, width - out_idx.shape[1]), value=n)
-            out_x = torch.nn.functional.pad(out_x, (0, width - out_x.shape[1]))
+            out_v = torch.nn.functional.pad(out_v, (0, width - out_v.shape[1]))
         gone = mask.nonzero(as_tuple=True)[0]
         rows = act.rows.index_select(0, gone)
-        out_idx[rows, :width] = act.idx.index_select(0, gone)
-        out_x[rows, :width] = act.v.index_select(0, gone) * act.slot_signs(gone)
+        out_idx.narrow(1, 0, width).index_copy_(0, rows, act.idx.index_select(0, gone))
+        out_v.narrow(1, 0, width).index_copy_(0, rows, act.v.index_select(0, gone))
         stay = (~mask).nonzero(as_tuple=True)[0]
         act.keep(stay)
         return stay if stay.numel() else None
@@ -391,8 +398,8 @@ def _solve_block_steps(
             act.v = v
     else:
         finish(torch.ones(act.rows.shape, dtype=torch.bool, device=dev))
-    lam = full.dense(out_idx, out_x)
-    return lam, _kkt_holds(full, out_idx, out_x, lam)
+    out_x = out_v * full.signs.gather(1, out_idx)  # λ on the slots (σ = 1 on unused ones, v = 0)
+    return full.dense(out_idx, out_x), _kkt_holds(full, out_idx, out_v, out_x)
 
 
 def _entering(w: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -447,9 +454,13 @@ def _inner_loop(act: _Active) -> tuple[torch.Tensor, torch.Tensor | None]:
     return v, alive
 
 
-def _kkt_holds(prob: _Problems, idx: torch.Tensor, x: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
-    """KKT of min_{λ≥0} ½λᵀGλ − bᵀλ: λ ≥ 0, w = b − Gλ ≤ 0 everywhere and w = 0 where λ > 0."""
-    w = _gradient(prob.cloud, prob.b, prob.signs, idx, prob.signs.gather(1, idx) * x)[:, : prob.n]
+def _kkt_holds(prob: _Problems, idx: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """KKT of min_{λ≥0} ½λᵀGλ − bᵀλ: λ ≥ 0, w = b − Gλ ≤ 0 everywhere and w = 0 where λ > 0.
+
+    λ is given by its slots: points ``idx``, values ``x`` = λ and ``v`` = σ ⊙ λ (zero on unused
+    slots, which point at the dummy n, where w = 0). λ is zero off its slots, so λ ≥ 0 and the
+    support's condition are checked on the slots alone."""
+    w = _gradient(prob.cloud, prob.b, prob.signs, idx, v)
     tol = _KKT_RTOL * prob.scale[:, None]
-    on_support = torch.where(lam > 0, w.abs(), torch.zeros_like(w))
-    return (lam >= 0).all(dim=1) & (w <= tol).all(dim=1) & (on_support <= tol).all(dim=1)
+    on_support = torch.where(x > 0, w.gather(1, idx).abs(), 0.0)
+    return (x >= 0).all(dim=1) & (w[:, : prob.n] <= tol).all(dim=1) & (on_support <= tol).all(dim=1)
