@@ -5,8 +5,9 @@ sandboxed child, the features through the feature cache, then the markers. Measu
 warm child (``core.warm_pool``: started ahead, torch imported) and with a cold one (started for the
 job). The bare computation does the same work in this process with no child and no cache: open and
 sample the dataset, load the model, one extraction pass, the markers. Each round runs the three in
-turn (so machine load hits them alike) on a fresh sample seed (so no cache is reused); the medians
-and the ratios to the bare time are printed, with the load average.
+turn (so machine load hits them alike) on a fresh sample seed (so no cache is reused); each job
+starts once the pool's child is warm (the pool starts a replacement as a job's child closes). The
+medians and the ratios to the bare time are printed, with the load average.
 
     .venv/bin/python benchmarks/warm_job.py [--model mnist-cnn|resnet50] [--rounds 3]
 
@@ -84,6 +85,14 @@ def service_path(model_ref: str, sampling: Sampling, cache: Path, pool: WarmPool
     return time.perf_counter() - start
 
 
+def _until_warm(pool: WarmPool) -> None:
+    """Wait until the pool holds a warm child, then a second more (its start's last work settles)."""
+    deadline = time.monotonic() + 300
+    while pool.waiting() < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=("mnist-cnn", "resnet50"), default="mnist-cnn")
@@ -96,16 +105,19 @@ def main() -> int:
         folder = Path(scratch)
         ref = _checkpoint(args.model, folder)
         bare(ref, Sampling(classes=10, per_class=50, seed=10_000))  # imports and first-call costs
+        _until_warm(pool)  # the pool's first child (started beside the line above)
         for round_ in range(args.rounds):
             sampling = Sampling(classes=10, per_class=50, seed=round_)
-            time.sleep(15)  # the pool's replacement child finishes its start before the next job
             times["warm"].append(service_path(ref, sampling, folder / f"warm{round_}", pool))
+            _until_warm(pool)  # the replacement, started as the warm job ended, before the next job
             times["cold"].append(service_path(ref, sampling, folder / f"cold{round_}", None))
             times["bare"].append(bare(ref, sampling))
     median = {name: statistics.median(values) for name, values in times.items()}
     print(f"model {args.model}, 10 classes x 50 images, {args.rounds} rounds, load {os.getloadavg()}")
     for name in ("bare", "warm", "cold"):
-        print(f"  {name:5s} median {median[name]:7.2f} s  ratio to bare {median[name] / median['bare']:.2f}x")
+        rounds = " ".join(f"{value:.2f}" for value in times[name])
+        print(f"  {name:5s} median {median[name]:7.2f} s  ratio to bare {median[name] / median['bare']:.2f}x"
+              f"  (rounds: {rounds})")
     return 0
 
 

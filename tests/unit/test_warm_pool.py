@@ -1,17 +1,22 @@
-"""Warm extraction children: started ahead, one job each, replaced at once, closed after their job;
-a job on a warm child gives the same features as on a cold one."""
+"""Warm extraction children: started ahead, one job each, closed after their job and only then
+replaced; a job on a warm child gives the same features as on a cold one."""
 
 from __future__ import annotations
 
 import functools
+import importlib
+import signal
+import threading
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
 from zootriage.core.data.refs import Sampling, parse_dataset_ref
 from zootriage.core.extraction import new_child
+from zootriage.core.extraction_child import PROGRAM_MODULES
 from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.isolation import Child
 from zootriage.core.scoring import extract_features
@@ -45,7 +50,7 @@ def test_each_job_gets_a_fresh_started_child_that_is_closed_after_it(
                 parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
                 Sampling(classes=2, per_class=8, seed=seed), cache=cache, child=take, num_workers=0,
             ))
-            _wait_ready(pool, 1)  # the replacement is started while (or after) the job runs
+            _wait_ready(pool, 1)  # the replacement is started once the job's child is closed
         assert len(handed) == 2 and handed[0] is not handed[1]
         assert all(not child.alive() and not child.folder.exists() for child in handed)
         assert results[0].dataset_fingerprint != results[1].dataset_fingerprint
@@ -107,3 +112,106 @@ def test_the_parent_never_opens_the_dataset(
         data_roots=[root], num_workers=0,
     )
     assert result.n_classes == 2
+
+
+class _Stand_in:
+    """What the pool uses of a child, without a process: alive until closed, close runs its hooks."""
+
+    def __init__(self) -> None:
+        self.after_close: list[Any] = []
+        self.closed = False
+
+    def alive(self) -> bool:
+        return not self.closed
+
+    def receive(self, *_args: object) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        self.closed = True
+        hooks, self.after_close = self.after_close, []
+        for hook in hooks:
+            hook()
+
+
+def test_on_few_cores_the_replacement_starts_only_when_the_taken_child_is_closed() -> None:
+    made: list[_Stand_in] = []
+
+    def factory() -> Child:
+        made.append(_Stand_in())
+        return cast(Child, made[-1])
+
+    with WarmPool(factory, size=1, refill_at_take=False) as pool:
+        _wait_ready(pool, 1)
+        taken = pool.take()
+        time.sleep(0.5)  # a replacement started at the take would be made by now
+        assert len(made) == 1 and pool.waiting() == 0
+        taken.close()
+        _wait_ready(pool, 1)
+        assert len(made) == 2 and pool.take() is cast(Child, made[1])
+
+
+def test_on_many_cores_the_replacement_starts_at_the_take_so_back_to_back_jobs_find_one_ready() -> None:
+    made: list[_Stand_in] = []
+
+    def factory() -> Child:
+        made.append(_Stand_in())
+        return cast(Child, made[-1])
+
+    with WarmPool(factory, size=1, refill_at_take=True) as pool:
+        _wait_ready(pool, 1)
+        taken = pool.take()
+        _wait_ready(pool, 1)  # while the first job still holds its child
+        assert len(made) == 2 and not taken.after_close
+        assert pool.take() is cast(Child, made[1])
+
+
+@pytest.mark.parametrize(("cores", "at_take"), [(2, False), (3, False), (4, True), (16, True)])
+def test_the_refill_follows_the_cores(monkeypatch: pytest.MonkeyPatch, cores: int, at_take: bool) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    with WarmPool(lambda: cast(Child, _Stand_in()), size=0) as pool:
+        assert pool._refill_at_take is at_take
+
+
+def test_a_take_waits_for_the_child_in_start_instead_of_starting_another() -> None:
+    made: list[_Stand_in] = []
+    slow = threading.Event()
+
+    def factory() -> Child:
+        made.append(_Stand_in())
+        if len(made) == 2:
+            slow.wait(30)  # the replacement's start is under way when the next job comes
+        return cast(Child, made[-1])
+
+    with WarmPool(factory, size=1) as pool:
+        _wait_ready(pool, 1)
+        pool.take().close()
+        threading.Timer(0.5, slow.set).start()
+        child = pool.take()
+        assert child is cast(Child, made[1]) and len(made) == 2
+
+
+def test_a_killed_child_runs_nothing_more_and_close_reaps_it_and_removes_its_folder() -> None:
+    child = new_child()
+    assert child.proc is not None
+    child.kill()
+    assert child.proc.wait(timeout=30) == -signal.SIGKILL
+    child.close()
+    assert not child.alive() and not child.folder.exists()
+
+
+def test_what_the_warm_child_imports_for_programs_exists_in_this_torch() -> None:
+    """A module renamed by a torch upgrade would be skipped in silence and cost each job its import."""
+    for name in PROGRAM_MODULES:
+        importlib.import_module(name)
+
+
+def test_the_childs_openmp_threads_sleep_at_barriers_unless_the_operator_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from zootriage.core.isolation import ChildLimits, _environment
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json")["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json")["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -59,7 +59,7 @@ ADDRESS_SPACE_HEADROOM = 4 << 30
 _KEPT_ENV = (
     "PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "TORCH_HOME", "HF_HOME", "HF_HUB_OFFLINE",
     "HF_HUB_CACHE", "XDG_CACHE_HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
-    "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES", "TIMM_CACHE_DIR",
+    "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES", "TIMM_CACHE_DIR", "OMP_WAIT_POLICY",
 )
 
 
@@ -140,6 +140,7 @@ class Child:
         self, module: str, *, limits: ChildLimits | None = None, gpu: bool = False,
         readable: Sequence[str | Path] = (),
     ) -> None:
+        self.after_close: list[Callable[[], None]] = []  # run once by close() (a warm pool's refill)
         self.bounds = limits or ChildLimits()
         self.mode = isolation()
         self.memory = memory_limit.bound(self.bounds.memory_bytes)
@@ -234,6 +235,14 @@ class Child:
         _log_tail(self.folder / "stderr.log")
         return exc
 
+    def kill(self) -> None:
+        """SIGKILL the child's session now, without waiting for it to exit: once its answer is read, it
+        runs nothing more while the caller goes on; :meth:`close` reaps it (its pid stays its own, a
+        zombie, until then) and removes what it leaves."""
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
     def close(self) -> None:
         """Kill the child (and with it its whole sandbox), remove its cgroup and its folder."""
         if self.proc is not None:
@@ -241,6 +250,9 @@ class Child:
         if self.cgroup is not None:
             self.cgroup.remove()
         shutil.rmtree(self.folder, ignore_errors=True)
+        hooks, self.after_close = self.after_close, []
+        for hook in hooks:
+            hook()
 
     def __enter__(self) -> Child:
         return self
@@ -346,6 +358,11 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int, modu
         # job), so a cache first created later (a download, weights placed by hand) would be missing
         with contextlib.suppress(OSError):
             Path(env[name]).mkdir(parents=True, exist_ok=True)
+    # OpenMP's threads sleep at a barrier instead of spinning (an operator's own policy is kept): a
+    # spinning thread holds a core the other threads and processes of a busy machine need, and the
+    # child's forward pass ran 5-10x slower with two threads on the loaded 2-core build machine
+    # (benchmarks/warm_job.py). Read once, when torch loads OpenMP: so set here, not in the child.
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env.update(HOME=str(folder), USER="sandbox", LOGNAME="sandbox")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (*_import_roots(module), env.get("PYTHONPATH"))))
     env["TMPDIR"] = str(folder)

@@ -28,7 +28,7 @@ from zootriage.core.data.archives import ArchiveLimits
 from zootriage.core.data.refs import AnyDatasetRef, Sampling
 from zootriage.core.device import resolve_device
 from zootriage.core.errors import CancelCheck
-from zootriage.core.extraction import extract_in, new_child, sample_in
+from zootriage.core.extraction import Sampled, extract_in, new_child, sample_in
 from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.features import Extraction, Progress, default_workers
 from zootriage.core.isolation import Child, ChildLimits
@@ -116,12 +116,12 @@ def score(
     sandboxed child (a warm pool's); by default one is started for the job.
     """
     store = FeatureCache.folder(cache) if isinstance(cache, str | Path) else cache
-    extracted, entry = _extract(
+    with _extract(
         model, dataset, sampling, device=device, progress=progress, store=store, data_roots=data_roots,
         limits=limits, batch_size=batch_size, num_workers=num_workers, child_limits=child_limits,
         cancel=cancel, child=child,
-    )
-    return _markers(extracted, entry, protocol, extracted.device, progress or _ignore, cancel)
+    ) as (extracted, entry):
+        return _markers(extracted, entry, protocol, extracted.device, progress or _ignore, cancel)
 
 
 def extract_features(
@@ -143,12 +143,12 @@ def extract_features(
     """The first stage alone (a GPU worker's part): sample, extract in the isolated child unless the
     cache already holds this extraction, and leave the features in ``cache`` for :func:`score_cached`
     (on any worker that sees the same store). ``child`` gives a started child (a warm pool's)."""
-    extracted, _ = _extract(
+    with _extract(
         model, dataset, sampling, device=device, progress=progress, store=cache, data_roots=data_roots,
         limits=limits, batch_size=batch_size, num_workers=num_workers, child_limits=child_limits,
         cancel=cancel, child=child,
-    )
-    return extracted
+    ) as (extracted, _):
+        return extracted
 
 
 def score_cached(
@@ -173,6 +173,7 @@ def score_cached(
     return _markers(staged, entry, protocol, str(resolve_device(device)), report, cancel)
 
 
+@contextmanager
 def _extract(
     model: AnyModelRef,
     dataset: AnyDatasetRef,
@@ -188,12 +189,17 @@ def _extract(
     child_limits: ChildLimits | None,
     cancel: CancelCheck | None,
     child: Callable[[], Child] | None = None,
-) -> tuple[Extracted, tuple[Extraction, dict[str, Any]]]:
+) -> Iterator[tuple[Extracted, tuple[Extraction, dict[str, Any]]]]:
     """The dataset is opened and the model loaded and run only in a sandboxed child
     (``core.isolation``), for every kind of reference: one path, whether the weights are a user's
     upload or a library's download. The child samples first and says what the feature cache's key
     needs; a cached extraction then loads no model. ``child`` gives a started child (a worker's warm
-    pool); by default a cold one is started."""
+    pool); by default a cold one is started.
+
+    The extraction is yielded with the child already killed (its last message read) but not yet
+    reaped: its teardown (an interpreter with torch's memory to free, its folder, its cgroup) overlaps
+    the caller's block (the markers), and a warm pool's replacement, started when the child is
+    closed, does not take the cores from that block."""
     dev = resolve_device(device)
     timings: dict[str, float] = {}
     report = progress or _ignore
@@ -218,7 +224,15 @@ def _extract(
             extraction, described = cached
             timings["extract"] = time.perf_counter() - extract_start
             report("extract", len(extraction.labels), len(extraction.labels))
-    extracted = Extracted(
+        sandboxed.kill()
+        yield _extracted(key, sampled, described, timings, dev, cached is not None), (extraction, described)
+
+
+def _extracted(
+    key: str, sampled: Sampled, described: dict[str, Any], timings: dict[str, float],
+    dev: torch.device, cached: bool,
+) -> Extracted:
+    return Extracted(
         cache_key=key,
         weights_sha256=described["weights_sha256"],
         dataset_fingerprint=sampled.fingerprint,
@@ -226,9 +240,8 @@ def _extract(
         dataset_label_space=sampled.label_space,
         timings=timings,
         device=str(dev),
-        features_cached=cached is not None,
+        features_cached=cached,
     )
-    return extracted, (extraction, described)
 
 
 def _markers(
