@@ -187,3 +187,51 @@ def test_a_job_names_its_upload_by_a_unique_prefix(
     )
     assert (unknown.status_code, unknown.json()["code"]) == (404, "unknown_checkpoint"), unknown.text
     assert http.get(f"/v1/checkpoints/{full[:10]}", headers=root).json()["id"] == full
+
+
+def test_a_key_limited_to_projects_sees_only_their_sweeps(
+    http: TestClient, own: Settings, keys: dict[str, dict[str, str]], upload: dict[str, Any]
+) -> None:
+    root, audio = keys["root"], keys["audio"]
+    model = {"source": "checkpoint", "path": upload["model_path"]}
+
+    def sweep(project: str, seed: int, headers: dict[str, str]) -> str:
+        body = {"models": [model], **SCORING, "sampling": {**SCORING["sampling"], "seed": seed}}
+        made = http.post(f"/v1/sweeps?project={project}", json=body, headers=headers)
+        assert made.status_code == 201, made.text
+        return str(made.json()["id"])
+
+    theirs, mine = sweep("vision", 10, root), sweep("audio", 11, audio)
+
+    def listed(query: str, headers: dict[str, str]) -> list[str]:
+        answer = http.get(f"/v1/sweeps{query}", headers=headers)
+        assert answer.status_code == 200, answer.text
+        return [item["id"] for item in answer.json()["items"]]
+
+    assert listed("", audio) == [mine]
+    assert listed("?project=audio", audio) == [mine]
+    refused = http.get("/v1/sweeps?project=vision", headers=audio)
+    assert (refused.status_code, refused.json()["code"]) == (403, "forbidden")
+    assert listed("", root) == [mine, theirs]  # newest first: every project
+    assert listed("?project=vision", root) == [theirs]
+    assert listed("?project=default", root) == []
+
+    # A sweep whose one model joins the other project's active job has no job of its own: it is in the
+    # project that joined the job, which its key follows.
+    joined = sweep("audio", 10, audio)
+    assert listed("", audio) == [joined, mine]
+    assert http.get(f"/v1/sweeps/{joined}", headers=audio).json()["jobs"][0]["status"] == "queued"
+
+    # Another project's sweep is forbidden to read or cancel (as its jobs are), by id or by prefix.
+    for path in (f"/v1/sweeps/{theirs}", f"/v1/sweeps/{theirs[:8]}"):
+        read = http.get(path, headers=audio)
+        assert (read.status_code, read.json()["code"]) == (403, "forbidden"), read.text
+    cancel = http.delete(f"/v1/sweeps/{theirs}", headers=audio)
+    assert (cancel.status_code, cancel.json()["code"]) == (403, "forbidden"), cancel.text
+    assert http.get(f"/v1/sweeps/{theirs}", headers=root).json()["status"] == "running"  # not cancelled
+
+    # Its own sweep it reads and cancels; the unlimited key reads and cancels any.
+    assert http.get(f"/v1/sweeps/{mine}", headers=audio).json()["id"] == mine
+    assert http.delete(f"/v1/sweeps/{mine}", headers=audio).json()["status"] == "cancelled"
+    assert http.get(f"/v1/sweeps/{mine}", headers=root).status_code == 200
+    assert http.delete(f"/v1/sweeps/{theirs}", headers=root).json()["status"] == "cancelled"

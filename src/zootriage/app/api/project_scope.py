@@ -11,12 +11,13 @@ from fastapi import Depends, Path, Query
 from sqlalchemy.orm import Session
 
 from zootriage.app.api.deps import CallerDep, SessionDep
-from zootriage.app.api.ids import JobId, RunId
+from zootriage.app.api.ids import JobId, RunId, SweepId
 from zootriage.app.api.run_query import RunQuery, RunQueryDep
 from zootriage.app.api_keys import Caller
 from zootriage.app.db.models import Project
 from zootriage.app.project_names import SLUG_CHARS
 from zootriage.app.services import projects as project_service
+from zootriage.app.services import sweeps as sweep_service
 
 ProjectParam = Annotated[
     str | None,
@@ -61,6 +62,11 @@ def _visible_job(job_id: JobId, session: SessionDep, caller: CallerDep) -> uuid.
     return job_id
 
 
+def _visible_sweep(sweep_id: SweepId, session: SessionDep, caller: CallerDep) -> uuid.UUID:
+    sweep_service.check_visible(session, caller, sweep_id)
+    return sweep_id
+
+
 def _visible_run(run_id: RunId, session: SessionDep, caller: CallerDep) -> uuid.UUID:
     project_service.check_run_visible(session, caller, run_id)
     return run_id
@@ -68,6 +74,9 @@ def _visible_run(run_id: RunId, session: SessionDep, caller: CallerDep) -> uuid.
 
 # A job by its id or a unique prefix (``app.api.ids.JobId``), 403 when the key may not see it.
 VisibleJobId = Annotated[uuid.UUID, Depends(_visible_job)]
+# A sweep by its id or a unique prefix (``app.api.ids.SweepId``), 403 when its jobs are in none of the
+# key's projects.
+VisibleSweepId = Annotated[uuid.UUID, Depends(_visible_sweep)]
 # The history query of ``GET /v1/runs``, within the projects the key may use.
 ScopedRunQuery = Annotated[RunQuery, Depends(_scoped_run_query)]
 # A run by its id or a unique prefix (``app.api.ids.RunId``), 403 when the key may not see it.

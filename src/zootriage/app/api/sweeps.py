@@ -12,8 +12,7 @@ from fastapi.responses import JSONResponse
 from zootriage.app.api.cursor import Cursor, PageLimit, decode_cursor, encode_cursor
 from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
 from zootriage.app.api.errors import responses
-from zootriage.app.api.ids import SweepId
-from zootriage.app.api.project_scope import WorkProject
+from zootriage.app.api.project_scope import ListedProjects, VisibleSweepId, WorkProject
 from zootriage.app.db.paging import CREATED
 from zootriage.app.schemas.sweeps import SweepOut, SweepPage, SweepRequest
 from zootriage.app.services import sweeps as sweep_service
@@ -36,22 +35,29 @@ def post_sweep(
     )
 
 
-@router.get("", response_model=SweepPage, responses=responses(422))
+@router.get("", response_model=SweepPage, responses=responses(403, 404, 422))
 def get_sweeps(
-    session: SessionDep, settings: SettingsDep, limit: PageLimit = 50, cursor: Cursor = None
+    session: SessionDep,
+    settings: SettingsDep,
+    projects: ListedProjects,
+    limit: PageLimit = 50,
+    cursor: Cursor = None,
 ) -> SweepPage:
-    """Sweeps with their progress, newest first."""
+    """Sweeps with their progress, newest first: those whose jobs are in ``?project=`` or else in any
+    project the key may use."""
     after = decode_cursor(cursor, CREATED, True) if cursor else None
-    items, next_key = sweep_service.sweep_page(session, min(limit, settings.page_size_max), after)
+    items, next_key = sweep_service.sweep_page(session, min(limit, settings.page_size_max), after, projects)
     return SweepPage(items=items, next_cursor=encode_cursor(next_key, CREATED, True) if next_key else None)
 
 
-@router.get("/{sweep_id}", response_model=SweepOut, responses=responses(404, 409, 422))
-def get_sweep(sweep_id: SweepId, session: SessionDep) -> SweepOut:
+@router.get("/{sweep_id}", response_model=SweepOut, responses=responses(403, 404, 409, 422))
+def get_sweep(sweep_id: VisibleSweepId, session: SessionDep) -> SweepOut:
     return sweep_service.find(session, sweep_id)
 
 
 @router.delete("/{sweep_id}", response_model=SweepOut, responses=responses(401, 403, 404, 409, 422))
-def cancel_sweep(_: WriteAccess, sweep_id: SweepId, session: SessionDep, settings: SettingsDep) -> SweepOut:
+def cancel_sweep(
+    _: WriteAccess, sweep_id: VisibleSweepId, session: SessionDep, settings: SettingsDep
+) -> SweepOut:
     """Cancel the sweep's jobs still held, queued or running; 409 when none is left."""
     return sweep_service.cancel(session, settings, sweep_id)

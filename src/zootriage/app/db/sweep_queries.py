@@ -1,6 +1,11 @@
 """The sweeps repository: a sweep by id, its members with their jobs, its own active jobs, the list.
 
 The list pages by keyset on (created_at, id), newest first (``app.db.paging``), like the gates.
+
+A sweep has no project column: it is in the project its own jobs (``Job.sweep_id``) were asked in.
+A sweep with no job of its own (every model answered by a stored run or by another request's active
+job) is in a set of projects when each of its members is (a job that is in the project or that the
+project joined, a run that joined the project) and it has at least one member there.
 """
 
 from __future__ import annotations
@@ -9,10 +14,10 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, exists, or_, select
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.models import ACTIVE_STATUSES, Job, Run, Sweep, SweepMember
+from zootriage.app.db.models import ACTIVE_STATUSES, Job, ProjectJob, ProjectRun, Run, Sweep, SweepMember
 from zootriage.app.db.paging import PageKey, rows_after, split_page
 
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
@@ -26,6 +31,35 @@ class MemberRow:
 
 def sweep_by_id(session: Session, sweep_id: uuid.UUID) -> Sweep | None:
     return session.get(Sweep, sweep_id)
+
+
+def _member_in(ids: list[int]) -> ColumnElement[bool]:
+    """The member (of the enclosing query) follows a job or a run of one of the projects ``ids``."""
+    job_own = exists().where(Job.id == SweepMember.job_id, Job.project_id.in_(ids))
+    job_joined = exists().where(ProjectJob.job_id == SweepMember.job_id, ProjectJob.project_id.in_(ids))
+    run_in = exists().where(ProjectRun.run_id == SweepMember.run_id, ProjectRun.project_id.in_(ids))
+    return or_(
+        and_(SweepMember.job_id.is_not(None), or_(job_own, job_joined)),
+        and_(SweepMember.job_id.is_(None), run_in),
+    )
+
+
+def in_projects(ids: Collection[int]) -> ColumnElement[bool]:
+    """Whether the sweep (of the enclosing query) is in one of the projects ``ids`` (module docstring)."""
+    wanted = list(ids)
+    own = exists().where(Job.sweep_id == Sweep.id)
+    own_in = exists().where(Job.sweep_id == Sweep.id, Job.project_id.in_(wanted))
+    counted = and_(
+        SweepMember.sweep_id == Sweep.id,
+        or_(SweepMember.job_id.is_not(None), SweepMember.run_id.is_not(None)),
+    )
+    some_in = exists().where(counted, _member_in(wanted))
+    some_out = exists().where(counted, ~_member_in(wanted))
+    return or_(own_in, and_(~own, some_in, ~some_out))
+
+
+def sweep_in_projects(session: Session, sweep_id: uuid.UUID, ids: Collection[int]) -> bool:
+    return session.scalar(select(Sweep.id).where(Sweep.id == sweep_id, in_projects(ids))) is not None
 
 
 def members_of(session: Session, sweep_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[MemberRow]]:
@@ -58,10 +92,13 @@ def own_active_jobs(session: Session, sweep_id: uuid.UUID) -> list[uuid.UUID]:
 
 
 def list_sweeps(
-    session: Session, *, limit: int, after: PageKey | None = None
+    session: Session, *, limit: int, after: PageKey | None = None, projects: Collection[int] | None = None
 ) -> tuple[list[Sweep], PageKey | None]:
-    """One page of sweeps, newest first, and the key to continue from (None on the last page)."""
+    """One page of sweeps (of the projects ``projects`` when given; None: every one), newest first, and
+    the key to continue from (None on the last page)."""
     query = select(Sweep)
+    if projects is not None:
+        query = query.where(in_projects(projects))
     if after is not None:
         query = query.where(rows_after(Sweep.created_at, Sweep.id, after, descending=True))
     rows = session.scalars(query.order_by(Sweep.created_at.desc(), Sweep.id.desc()).limit(limit + 1)).all()

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from zootriage.app.api_keys import Caller
 from zootriage.app.db import job_lifecycle
 from zootriage.app.db.job_lifecycle import EXTRACTED
 from zootriage.app.db.models import ACTIVE_STATUSES, JobStatus, Sweep, SweepMember
@@ -37,6 +38,7 @@ from zootriage.app.db.sweep_queries import (
     own_active_jobs,
     runs_by_id,
     sweep_by_id,
+    sweep_in_projects,
 )
 from zootriage.app.labels import BadLabel, check_tags, reference_of
 from zootriage.app.queue import revoke
@@ -53,6 +55,7 @@ from zootriage.app.schemas.sweeps import (
 )
 from zootriage.app.schemas.triage import RankingOut
 from zootriage.app.services import jobs as job_service
+from zootriage.app.services import projects as project_service
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.rankings import ranked
 from zootriage.app.services.sweep_queue import publish_next
@@ -252,6 +255,18 @@ def _find_row(session: Session, sweep_id: uuid.UUID) -> Sweep:
     return sweep
 
 
+def check_visible(session: Session, caller: Caller | None, sweep_id: uuid.UUID) -> None:
+    """403 when ``caller``'s key is limited to projects none of which the sweep is in (its jobs'
+    project, ``app.db.sweep_queries``), as for a job or a run of another project."""
+    ids = project_service.visible_project_ids(session, caller, None)
+    if ids is not None and caller is not None and not sweep_in_projects(session, sweep_id, ids):
+        raise ServiceError(
+            403,
+            "forbidden",
+            f"sweep {sweep_id} is in none of the projects the API key {caller.name!r} may use",
+        )
+
+
 def find(session: Session, sweep_id: uuid.UUID) -> SweepOut:
     """The sweep with its progress, its jobs and (at the end) its ranking; 404 ``sweep_not_found``."""
     sweep = _find_row(session, sweep_id)
@@ -276,9 +291,10 @@ def cancel(session: Session, settings: Settings, sweep_id: uuid.UUID) -> SweepOu
 
 
 def sweep_page(
-    session: Session, limit: int, after: PageKey | None
+    session: Session, limit: int, after: PageKey | None, projects: tuple[int, ...] | None = None
 ) -> tuple[list[SweepSummary], PageKey | None]:
-    """One page of sweeps with their progress, newest first, and where the next begins."""
-    rows, next_key = list_sweeps(session, limit=limit, after=after)
+    """One page of sweeps (of these projects, when given; None: every project) with their progress,
+    newest first, and where the next begins."""
+    rows, next_key = list_sweeps(session, limit=limit, after=after, projects=projects)
     members = members_of(session, [sweep.id for sweep in rows])
     return [_summary(sweep, members[sweep.id]) for sweep in rows], next_key
