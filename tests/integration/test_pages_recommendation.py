@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import html
 import re
+import uuid
 from urllib.parse import parse_qsl, urlencode
 
 from fastapi.testclient import TestClient
 
+from tests.integration.access import PUBLIC, app_client, stored_key
 from tests.integration.stored_runs import QUERY, count_jobs, stored_run
+from zootriage.app.api_keys import Scope
+from zootriage.app.settings import Settings
 from zootriage.core.catalogue.torchvision import weights_info
 from zootriage.core.zoo.weight_caches import hub_checkpoint
 
@@ -23,8 +27,11 @@ def _state(page: str) -> str:
 def _store(database_url: str, arch: str, weights: str, d: float, u: float, **noise: float) -> str:
     model = {"source": "torchvision", "arch": arch, "weights": weights}
     stds = noise or None
-    return str(stored_run(database_url, f"{arch}-{weights}", {"dimension": d, "utilization": u}, model=model,
-                          stds=stds))
+    return str(
+        stored_run(
+            database_url, f"{arch}-{weights}", {"dimension": d, "utilization": u}, model=model, stds=stds
+        )
+    )
 
 
 def _place_weights(arch: str, weights: str) -> None:
@@ -114,3 +121,59 @@ def test_the_page_queues_through_its_form_with_the_csrf_token(api: TestClient, d
     _store(database_url, "regnet_x_400mf", "IMAGENET1K_V1", 1.0, 0.2)
     waiting = api.get(f"/recommendations/regnet_x_400mf?{QUERY}&queued=1").text
     assert _state(waiting) == "not-scored" and "1 job(s) are computing the missing runs" in waiting
+
+
+def test_the_queue_form_sends_the_project_chosen(api: TestClient, database_url: str) -> None:
+    project = f"rec-{uuid.uuid4().hex[:8]}"
+    assert api.post("/v1/projects", json={"name": project}).status_code == 201
+    url = f"/recommendations/mobilenet_v2?{QUERY}&rule=geometry"
+    page = api.get(url).text
+    select = page.split('<select id="q-project" name="project">')[1].split("</select>")[0]
+    assert '<option value="default" selected>default</option>' in select
+    assert f'<option value="{project}">{project}</option>' in select
+    chosen = api.get(f"{url}&project={project}").text.split('id="q-project"')[1].split("</select>")[0]
+    assert f'<option value="{project}" selected>' in chosen and 'value="default" selected' not in chosen
+    csrf = api.cookies["zt_csrf"]
+    form = {**dict(parse_qsl(QUERY)), "rule": "geometry", "csrf": csrf}
+    for name, status, says in (
+        ("nope-none", 404, "project_not_found"),
+        ("Not A Slug", 422, "invalid_request"),
+    ):
+        refused = api.post("/recommendations/mobilenet_v2", data={**form, "project": name})
+        assert refused.status_code == status and says in refused.text, refused.text[-400:]
+        assert 'role="alert"' in refused.text and _state(refused.text) == "not-scored"
+    runs = [
+        _store(database_url, "mobilenet_v2", w, d, u)
+        for w, d, u in (("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3))
+    ]
+    for weights in ("IMAGENET1K_V1", "IMAGENET1K_V2"):
+        _place_weights("mobilenet_v2", weights)
+    done = api.post(
+        "/recommendations/mobilenet_v2", data={**form, "project": project}, follow_redirects=False
+    )
+    assert done.status_code == 303
+    assert dict(parse_qsl(done.headers["location"].split("?", 1)[1]))["project"] == project
+    joined = api.get(f"/v1/runs?project={project}").json()["items"]
+    assert sorted(run["id"] for run in joined) == sorted(runs)  # the stored runs joined the project chosen
+    assert count_jobs(database_url) == 0
+
+
+def test_the_queue_form_offers_and_takes_only_the_keys_projects(settings: Settings, clean_db: str) -> None:
+    admin = {"X-API-Key": stored_key(clean_db, Scope.admin, name="root")}
+    with app_client(settings, **PUBLIC) as client:
+        for name in ("audio", "vision"):
+            assert client.post("/v1/projects", json={"name": name}, headers=admin).status_code == 201
+        made = client.post(
+            "/v1/api-keys", json={"name": "ci", "scopes": ["write"], "projects": ["audio"]}, headers=admin
+        )
+        audio = {"X-API-Key": made.json()["key"]}
+        page = client.get(f"/recommendations/mobilenet_v2?{QUERY}", headers=audio).text
+        select = page.split('<select id="q-project" name="project">')[1].split("</select>")[0]
+        assert re.findall(r'<option value="([^"]+)"', select) == ["audio"]
+        csrf = client.cookies["zt_csrf"]
+        form = {**dict(parse_qsl(QUERY)), "csrf": csrf}
+        for chosen in ({"project": "vision"}, {}):  # another project, or the default one: not the key's
+            refused = client.post("/recommendations/mobilenet_v2", data={**form, **chosen}, headers=audio)
+            assert refused.status_code == 403 and "forbidden" in refused.text, refused.text[-400:]
+            assert 'role="alert"' in refused.text and _state(refused.text) == "not-scored"
+    assert count_jobs(clean_db) == 0

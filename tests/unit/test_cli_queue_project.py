@@ -52,3 +52,22 @@ def test_recommend_sends_its_project(calls: list[Call], option: list[str], proje
     [(method, path, sent)] = calls
     assert (method, path) == ("POST", "/v1/recommendations/mobilenet_v2")
     assert sent["params"].get("project") == project and sent["params"]["dataset"] == "builtin:digits"
+
+
+@pytest.mark.parametrize(
+    ("option", "env", "params"),
+    [
+        ([], None, {"limit": 20}),
+        (["--project", "vision"], None, {"limit": 20, "project": "vision"}),
+        ([], "audio", {"limit": 20, "project": "audio"}),
+        (["--project", "vision"], "audio", {"limit": 20, "project": "vision"}),
+    ],
+)
+def test_sweep_list_sends_its_project(
+    calls: list[Call], option: list[str], env: str | None, params: dict[str, Any]
+) -> None:
+    environment = {"ZOOTRIAGE_PROJECT": env} if env else {}
+    result = CliRunner().invoke(app, ["sweep", "list", "--json", *option], env=environment)
+    assert result.exit_code == 0, result.output
+    [(method, path, sent)] = calls
+    assert (method, path, sent["params"]) == ("GET", "/v1/sweeps", params)

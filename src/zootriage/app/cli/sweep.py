@@ -177,11 +177,14 @@ def list_sweeps(
     url: Url = DEFAULT_URL,
     api_key: ApiKey = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="sweeps to show")] = 20,
+    project: ProjectOpt = None,
     as_json: AsJson = False,
 ) -> None:
-    """Sweeps, newest first, with their progress."""
+    """Sweeps, newest first, with their progress: of --project alone, else of every project the key
+    may use."""
     with _errors_exit():
-        page = Client(url, api_key).call("GET", "/v1/sweeps", params={"limit": limit}).json()
+        params = {"limit": limit, **project_params(project)}
+        page = Client(url, api_key).call("GET", "/v1/sweeps", params=params).json()
         if as_json:
             _print_json(page)
             return

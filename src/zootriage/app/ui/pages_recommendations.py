@@ -6,7 +6,9 @@ architecture's page asks ``stored_recommendation``, which builds the same ``Reco
 GET /v1/recommendations/{arch} from the stored runs. Neither computes a marker or queues a job, so a
 page view never starts work. The page's "Score the missing runs" form posts (with its CSRF token) to
 ``POST /recommendations/{arch}``, which needs write access and queues them through the same service
-call as POST /v1/recommendations/{arch} (``recommend``), then shows the page again (303).
+call as POST /v1/recommendations/{arch} (``recommend``), then shows the page again (303). The form's
+``project`` (a select of the projects the key may use, ``default`` first chosen) is that call's
+``?project=``: checked the same way (403, 404, 422), a refusal shown on the page.
 """
 
 from __future__ import annotations
@@ -20,18 +22,28 @@ from pydantic import ValidationError
 
 from zootriage.app.api.deps import SessionDep, SettingsDep
 from zootriage.app.api.recommendations import ScoringQuery, scoring_query
+from zootriage.app.project_names import SLUG_CHARS
 from zootriage.app.schemas.triage import Pending
+from zootriage.app.services import projects as project_service
 from zootriage.app.services import recommendations as recommendation_service
 from zootriage.app.services import triage as triage_service
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.services.triage import ScoringPlan
-from zootriage.app.ui.session import check_write
+from zootriage.app.ui.session import check_write, page_caller
 from zootriage.app.ui.templating import render
 from zootriage.core.errors import ZooError
 
 router = APIRouter()
 FIELDS = tuple(ScoringQuery.model_fields)
 ARCH = r"^[A-Za-z0-9_\-]{1,64}$"
+DEFAULT_PROJECT = "default"
+
+
+def _project_asked(text: str | None) -> str | None:
+    """The form's project, None when blank (the default project); at most a slug's length is kept, so a
+    longer name is refused as malformed rather than echoed whole."""
+    chosen = (text or "").strip()[: SLUG_CHARS + 1]
+    return chosen or None
 
 
 def _asked(request: Request) -> dict[str, str]:
@@ -55,7 +67,11 @@ def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
     asked = _asked(request)
     architectures = sorted(recommendation_service.weight_pairs())
     context = {
-        "asked": asked, "items": None, "error": None, "count": len(architectures), "query": urlencode(asked),
+        "asked": asked,
+        "items": None,
+        "error": None,
+        "count": len(architectures),
+        "query": urlencode(asked),
         "architectures": architectures,
     }
     if "dataset" not in asked:
@@ -72,13 +88,14 @@ def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
 
 @router.get("/recommendations/{arch}", response_class=HTMLResponse)
 def recommendation_page(
-    request: Request, session: SessionDep, arch: Annotated[str, Path(pattern=ARCH)]
+    request: Request, session: SessionDep, settings: SettingsDep, arch: Annotated[str, Path(pattern=ARCH)]
 ) -> HTMLResponse:
     asked = _asked(request)
     rule_name = request.query_params.get("rule", "").strip() or None
     queued = request.query_params.get("queued", "")
     count = int(queued) if queued.isdigit() and len(queued) < 6 else None
-    return _recommendation_page(request, session, arch, asked, rule_name, count)
+    project = _project_asked(request.query_params.get("project"))
+    return _recommendation_page(request, session, settings, arch, asked, rule_name, count, project=project)
 
 
 @router.post("/recommendations/{arch}", response_class=HTMLResponse)
@@ -90,38 +107,56 @@ async def queue_recommendation(
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     asked = {k: v for k, v in form.items() if k in FIELDS and v.strip()}
     rule_name = form.get("rule", "").strip() or None
+    project_name = _project_asked(form.get("project"))
+    refused: ServiceError
     try:
         check_write(request, session, settings, form.get("csrf"))
         if rule_name is not None and len(rule_name) > 64:
             raise ServiceError(422, "invalid_request", "rule: at most 64 characters")
         scoring = _scoring(asked)
         rule = triage_service.triage_rule(rule_name, verdict=True)
-        answer = recommendation_service.recommend(session, settings, arch, scoring, rule)
+        project = project_service.project_for(session, page_caller(request, session, settings), project_name)
+        answer = recommendation_service.recommend(session, settings, arch, scoring, rule, project.id)
     except ZooError as exc:
-        error = ServiceError(exc.http_status, exc.code, exc.message)
-        return _recommendation_page(request, session, arch, asked, rule_name, None, error)
+        refused = ServiceError(exc.http_status, exc.code, exc.message)
     except ServiceError as exc:
-        return _recommendation_page(request, session, arch, asked, rule_name, None, exc)
-    query = {**asked, **({"rule": rule_name} if rule_name else {})}
-    if isinstance(answer, Pending):
-        query["queued"] = str(len(answer.jobs))
-    return RedirectResponse(f"/recommendations/{arch}?{urlencode(query)}", status_code=303)
+        refused = exc
+    else:
+        query = {**asked, **({"rule": rule_name} if rule_name else {})}
+        if project_name is not None and project_name != DEFAULT_PROJECT:
+            query["project"] = project_name
+        if isinstance(answer, Pending):
+            query["queued"] = str(len(answer.jobs))
+        return RedirectResponse(f"/recommendations/{arch}?{urlencode(query)}", status_code=303)
+    return _recommendation_page(
+        request, session, settings, arch, asked, rule_name, None, refused, project=project_name
+    )
 
 
 def _recommendation_page(
     request: Request,
     session: SessionDep,
+    settings: SettingsDep,
     arch: str,
     asked: dict[str, str],
     rule_name: str | None,
     queued: int | None,
     refused: ServiceError | None = None,
+    *,
+    project: str | None = None,
 ) -> HTMLResponse:
     """The architecture's page: its pair, and with a dataset asked, the verdict from the stored runs;
-    ``queued`` jobs just queued by the form, or the form's refusal shown beside it."""
+    ``queued`` jobs just queued by the form, or the form's refusal shown beside it. The queue form's
+    project select lists the projects the key may use, ``project`` (else ``default``) chosen."""
     context: dict[str, Any] = {
-        "arch": arch, "asked": asked, "rule_name": rule_name, "error": refused, "shown": None,
+        "arch": arch,
+        "asked": asked,
+        "rule_name": rule_name,
+        "error": refused,
+        "shown": None,
         "queued": queued,
+        "project": project or DEFAULT_PROJECT,
+        "projects": [],
     }
     status = refused.status if refused else 200
     try:
@@ -132,6 +167,8 @@ def _recommendation_page(
     except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
     context["pair"] = pair
+    caller = page_caller(request, session, settings)
+    context["projects"] = [p.name for p in project_service.list_projects(session, caller)]
     if "dataset" not in asked:
         return render(request, "recommendation.html", context, status=status)
     try:
