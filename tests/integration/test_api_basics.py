@@ -112,3 +112,22 @@ def test_an_unhandled_error_is_a_bare_500_whose_details_are_logged_under_its_id(
     logged = [r for r in caplog.records if body["request_id"] in r.getMessage()]
     assert logged and logged[0].exc_info is not None
     assert "hunter2" in str(logged[0].exc_info[1])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/v1/trends?arch=%F2%B6%B5%A6W%3F%00&limit=409&name_contains=text%2Fjavascript",  # found by the fuzz
+        "/v1/runs?architecture=resnet%00",
+        "/v1/runs?name_contains=%00",
+        "/v1/projects/de%00fault",
+    ],
+)
+def test_a_nul_in_the_path_or_query_is_a_client_error_not_a_database_error(
+    client: TestClient, url: str
+) -> None:
+    """PostgreSQL text cannot hold NUL: before the guard, ``GET /v1/trends?arch=…%00`` was a 500."""
+    answer = client.get(url)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["code"] == "invalid_request" and "NUL" in answer.json()["message"]
+    assert client.get("/v1/runs?architecture=resnet18").status_code == 200  # a plain query still passes

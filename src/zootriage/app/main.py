@@ -33,6 +33,7 @@ from zootriage.app.api.request_id import RequestIdMiddleware
 from zootriage.app.body_limits import BodyLimitMiddleware
 from zootriage.app.db.session import POOL_CAPACITY
 from zootriage.app.metrics import Metrics, MetricsMiddleware
+from zootriage.app.nul_guard import NulGuardMiddleware
 from zootriage.app.security_headers import SecurityHeadersMiddleware
 from zootriage.app.services.reaper import ReaperState, run_periodically
 from zootriage.app.settings import Settings, get_settings
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     metrics = Metrics(settings.effective_database_url)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
+    app.add_middleware(NulGuardMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every answer gets the headers
