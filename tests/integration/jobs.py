@@ -19,6 +19,14 @@ from zootriage.app.settings import Settings
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
+# The smallest scoring of a sweep or job that queues nothing (the in-process API tests): MNIST,
+# 4 images per class.
+SWEEP_SCORING = {
+    "dataset": {"source": "builtin", "name": "mnist"},
+    "sampling": {"split": "test", "per_class": 4},
+    "protocol": {"n_t": 20, "points_per_class": 4},
+}
+
 def job_body(model: dict[str, Any], seed: int = 0, per_class: int = 20) -> dict[str, Any]:
     """A job on MNIST's test split: ``per_class`` images of each of the 10 digits."""
     return {

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from tests.integration.access import PUBLIC, stored_key
 from tests.integration.databases import migrate, scratch_database
+from tests.integration.jobs import SWEEP_SCORING
 from tests.integration.stored_runs import QUERY
 from zootriage.app.api_keys import Scope
 from zootriage.app.db import project_queries
@@ -26,13 +27,6 @@ from zootriage.app.services import sweep_queue
 from zootriage.app.settings import Settings
 from zootriage.core.catalogue.torchvision import weights_info
 from zootriage.core.zoo.weight_caches import hub_checkpoint
-
-MNIST = {"source": "builtin", "name": "mnist"}
-SCORING = {
-    "dataset": MNIST,
-    "sampling": {"split": "test", "per_class": 4},
-    "protocol": {"n_t": 20, "points_per_class": 4},
-}
 
 
 @pytest.fixture
@@ -94,7 +88,7 @@ def test_a_sweep_queues_its_jobs_in_the_project_it_names(
 ) -> None:
     url = own.effective_database_url
     model = {"source": "checkpoint", "path": upload["model_path"]}
-    body = {"models": [model], **SCORING}
+    body = {"models": [model], **SWEEP_SCORING}
     for query, headers, status, code in (
         ("?project=vision", keys["audio"], 403, "forbidden"),  # a project the key may not use
         ("", keys["audio"], 403, "forbidden"),  # its default would be the default project: not its own
@@ -115,7 +109,7 @@ def test_a_sweep_queues_its_jobs_in_the_project_it_names(
     assert http.get(f"/v1/jobs/{jobs[0]}", headers=keys["audio"]).json()["code"] == "forbidden"
 
     # The limited key's own sweep (another seed: new jobs) lands in its project, which it then sees.
-    own_body = {**body, "sampling": {**SCORING["sampling"], "seed": 1}}
+    own_body = {**body, "sampling": {**SWEEP_SCORING["sampling"], "seed": 1}}
     mine = http.post("/v1/sweeps?project=audio", json=own_body, headers=keys["audio"])
     assert mine.status_code == 201, mine.text
     mine_jobs = [member["job"]["id"] for member in mine.json()["jobs"]]
@@ -124,7 +118,9 @@ def test_a_sweep_queues_its_jobs_in_the_project_it_names(
 
     # Without ?project= an unlimited key's sweep is in the default project, as a single job would be.
     plain = http.post(
-        "/v1/sweeps", json={**body, "sampling": {**SCORING["sampling"], "seed": 2}}, headers=keys["root"]
+        "/v1/sweeps",
+        json={**body, "sampling": {**SWEEP_SCORING["sampling"], "seed": 2}},
+        headers=keys["root"],
     )
     assert plain.status_code == 201, plain.text
     assert _job_projects(url)[plain.json()["jobs"][0]["job"]["id"]] == "default"
@@ -159,7 +155,7 @@ def test_a_job_names_its_upload_by_a_unique_prefix(
     http: TestClient, own: Settings, keys: dict[str, dict[str, str]], upload: dict[str, Any]
 ) -> None:
     root, full = keys["root"], upload["id"]
-    short = {"model": {"source": "checkpoint", "path": f"{full[:10]}.pt2"}, **SCORING}
+    short = {"model": {"source": "checkpoint", "path": f"{full[:10]}.pt2"}, **SWEEP_SCORING}
     queued = http.post("/v1/jobs", json=short, headers=root)
     assert queued.status_code == 202, queued.text
     job = queued.json()
@@ -196,7 +192,7 @@ def test_a_key_limited_to_projects_sees_only_their_sweeps(
     model = {"source": "checkpoint", "path": upload["model_path"]}
 
     def sweep(project: str, seed: int, headers: dict[str, str]) -> str:
-        body = {"models": [model], **SCORING, "sampling": {**SCORING["sampling"], "seed": seed}}
+        body = {"models": [model], **SWEEP_SCORING, "sampling": {**SWEEP_SCORING["sampling"], "seed": seed}}
         made = http.post(f"/v1/sweeps?project={project}", json=body, headers=headers)
         assert made.status_code == 201, made.text
         return str(made.json()["id"])

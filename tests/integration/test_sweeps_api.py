@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from tests.integration.databases import migrate, scratch_database
-from tests.integration.jobs import count
+from tests.integration.jobs import SWEEP_SCORING, count
 from tests.integration.stack import TRIAGE_UPLOAD_LIMIT
 from zootriage.app.db.models import Job, JobStatus, Sweep
 from zootriage.app.db.session import session_scope
@@ -21,13 +21,6 @@ from zootriage.app.main import create_app
 from zootriage.app.services import jobs as job_service
 from zootriage.app.services import reaper, sweep_queue
 from zootriage.app.settings import Settings
-
-MNIST = {"source": "builtin", "name": "mnist"}
-SCORING = {
-    "dataset": MNIST,
-    "sampling": {"split": "test", "per_class": 4},
-    "protocol": {"n_t": 20, "points_per_class": 4},
-}
 
 
 @pytest.fixture
@@ -111,7 +104,7 @@ def test_refused_sweeps_write_nothing(
     tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # no torchvision weights: nothing could be scored
-    answer = http.post("/v1/sweeps", json={"models": models, **SCORING})
+    answer = http.post("/v1/sweeps", json={"models": models, **SWEEP_SCORING})
     assert answer.status_code == status, answer.text
     body = answer.json()
     assert set(body) >= {"code", "message"}
@@ -127,7 +120,7 @@ def test_preset_needs_every_pair_available(
     """The preset expands to 48 torchvision models; none of their weights are here, so it is refused
     whole, naming the first model."""
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
-    answer = http.post("/v1/sweeps", json={"models": {"preset": "v1v2"}, **SCORING})
+    answer = http.post("/v1/sweeps", json={"models": {"preset": "v1v2"}, **SWEEP_SCORING})
     assert answer.status_code == 404, answer.text
     assert answer.json()["code"] == "weights_not_available"
     assert answer.json()["message"].startswith("model 0 (")
@@ -139,7 +132,7 @@ def test_a_sweep_publishes_in_flight_jobs_and_the_next_when_one_ends(
     settings, published = own
     assert settings.sweep_in_flight == 2
     answer = http.post(
-        "/v1/sweeps", json={"models": models, **SCORING, "name": "digits", "tags": {"team": "a"}}
+        "/v1/sweeps", json={"models": models, **SWEEP_SCORING, "name": "digits", "tags": {"team": "a"}}
     )
     assert answer.status_code == 201, answer.text
     sweep = answer.json()
@@ -157,7 +150,7 @@ def test_a_sweep_publishes_in_flight_jobs_and_the_next_when_one_ends(
     assert all(m["job"]["tags"] == {"team": "a"} for m in sweep["jobs"])
 
     # A second identical sweep joins the same jobs: nothing new is queued or published.
-    again = http.post("/v1/sweeps", json={"models": models, **SCORING}).json()
+    again = http.post("/v1/sweeps", json={"models": models, **SWEEP_SCORING}).json()
     assert [m["job"]["id"] for m in again["jobs"]] == jobs and published == jobs[:2]
 
     # Cancelling one in-flight job through the jobs API publishes the held one.
@@ -187,7 +180,7 @@ def test_the_reaper_repairs_a_lost_publish_hook(
 ) -> None:
     """A worker killed between storing its job's end and publishing the next: the reaper's pass does it."""
     settings, published = own
-    sweep = http.post("/v1/sweeps", json={"models": models, **SCORING}).json()
+    sweep = http.post("/v1/sweeps", json={"models": models, **SWEEP_SCORING}).json()
     jobs = [member["job"]["id"] for member in sweep["jobs"]]
     assert published == jobs[:2]
     assert reaper.sweep(settings).published == []  # in flight: nothing to repair
@@ -203,10 +196,10 @@ def test_asking_for_a_held_job_publishes_it_at_once(
 ) -> None:
     """A user submitting exactly what a sweep holds back joins that job, and does not wait for the sweep."""
     settings, published = own
-    sweep = http.post("/v1/sweeps", json={"models": models, **SCORING}).json()
+    sweep = http.post("/v1/sweeps", json={"models": models, **SWEEP_SCORING}).json()
     jobs = [member["job"]["id"] for member in sweep["jobs"]]
     assert published == jobs[:2]
-    single = http.post("/v1/jobs", json={"model": models[2], **SCORING})
+    single = http.post("/v1/jobs", json={"model": models[2], **SWEEP_SCORING})
     assert single.status_code == 202 and single.json()["id"] == jobs[2]
     assert published == jobs
     state = http.get(f"/v1/sweeps/{sweep['id']}").json()
