@@ -8,6 +8,7 @@ import importlib
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -134,13 +135,19 @@ class _Stand_in:
             hook()
 
 
-def test_on_few_cores_the_replacement_starts_only_when_the_taken_child_is_closed() -> None:
-    made: list[_Stand_in] = []
+def _recording(made: list[_Stand_in]) -> Callable[[], Child]:
+    """A factory of stand-ins that appends each one it makes to ``made``."""
 
     def factory() -> Child:
         made.append(_Stand_in())
         return cast(Child, made[-1])
 
+    return factory
+
+
+def test_on_few_cores_the_replacement_starts_only_when_the_taken_child_is_closed() -> None:
+    made: list[_Stand_in] = []
+    factory = _recording(made)
     with WarmPool(factory, size=1, refill_at_take=False) as pool:
         _wait_ready(pool, 1)
         taken = pool.take()
@@ -153,11 +160,7 @@ def test_on_few_cores_the_replacement_starts_only_when_the_taken_child_is_closed
 
 def test_on_many_cores_the_replacement_starts_at_the_take_so_back_to_back_jobs_find_one_ready() -> None:
     made: list[_Stand_in] = []
-
-    def factory() -> Child:
-        made.append(_Stand_in())
-        return cast(Child, made[-1])
-
+    factory = _recording(made)
     with WarmPool(factory, size=1, refill_at_take=True) as pool:
         _wait_ready(pool, 1)
         taken = pool.take()
