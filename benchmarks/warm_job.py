@@ -20,6 +20,7 @@ preprocessing (no package ships 500 ImageNet images).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -33,6 +34,7 @@ from zootriage.core.data.images import FittedImages
 from zootriage.core.data.open import open_dataset
 from zootriage.core.data.refs import Sampling, parse_dataset_ref
 from zootriage.core.data.sampling import sample
+from zootriage.core.device import resolve_device
 from zootriage.core.extraction import new_child
 from zootriage.core.features import extract
 from zootriage.core.markers import Protocol, compute_markers
@@ -101,7 +103,10 @@ def main() -> int:
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     times: dict[str, list[float]] = {"bare": [], "warm": [], "cold": []}
-    with tempfile.TemporaryDirectory() as scratch, WarmPool(new_child, size=1) as pool:
+    # the pool's children see the GPU where the jobs run on one (as worker.warm starts them)
+    gpu = resolve_device(None).type == "cuda"
+    starter = functools.partial(new_child, None, gpu)
+    with tempfile.TemporaryDirectory() as scratch, WarmPool(starter, size=1) as pool:
         folder = Path(scratch)
         ref = _checkpoint(args.model, folder)
         bare(ref, Sampling(classes=10, per_class=50, seed=10_000))  # imports and first-call costs
@@ -113,7 +118,8 @@ def main() -> int:
             times["cold"].append(service_path(ref, sampling, folder / f"cold{round_}", None))
             times["bare"].append(bare(ref, sampling))
     median = {name: statistics.median(values) for name, values in times.items()}
-    print(f"model {args.model}, 10 classes x 50 images, {args.rounds} rounds, load {os.getloadavg()}")
+    print(f"model {args.model}, 10 classes x 50 images, {args.rounds} rounds, on {'cuda' if gpu else 'cpu'}, "
+          f"load {os.getloadavg()}")
     for name in ("bare", "warm", "cold"):
         rounds = " ".join(f"{value:.2f}" for value in times[name])
         print(f"  {name:5s} median {median[name]:7.2f} s  ratio to bare {median[name] / median['bare']:.2f}x"

@@ -17,7 +17,7 @@ def _direct_log_evidence(features, y, alpha, beta):
     return -0.5 * (n * np.log(2 * np.pi) + logdet + y @ np.linalg.solve(cov, y))
 
 
-def _brute_force_logme(features, labels):
+def _brute_force_logme(features, labels, log_beta_max=15.0):
     """Maximise the direct evidence over (log α, log β) numerically, class by class."""
     total = 0.0
     for k in np.unique(labels):
@@ -28,7 +28,7 @@ def _brute_force_logme(features, labels):
 
         best = min(
             (
-                minimize(negative, start, method="L-BFGS-B", bounds=[(-10, 40), (-10, 15)])
+                minimize(negative, start, method="L-BFGS-B", bounds=[(-10, 40), (-10, log_beta_max)])
                 for start in ([0.0, 0.0], [5.0, 2.0], [-3.0, 1.0])
             ),
             key=lambda r: r.fun,
@@ -51,6 +51,20 @@ def _data(n_per_class, dim, n_classes, separation, seed):
 def test_logme_is_the_maximum_of_the_direct_evidence(n_per_class, dim, separation):
     x, labels = _data(n_per_class, dim, 3, separation, seed=dim)
     assert logme(features=x, labels=labels) == pytest.approx(_brute_force_logme(x, labels), abs=1e-6)
+
+
+def test_logme_of_wide_features_is_stable_to_rounding():
+    # n = 30 points in 100 dimensions: U is square, so ‖y − UUᵀy‖² is exactly 0; computed as a
+    # difference of sums it left a ~1e-15 residue that β multiplied, and a relative change of 1e-14
+    # in the features (the size of CPU/CUDA rounding) moved LogME by 6e-8 (an H200 run failed the
+    # CUDA-vs-CPU check, session 11)
+    rng = np.random.default_rng(100)
+    labels = np.repeat(np.arange(5), 6)
+    x = np.maximum(rng.standard_normal((5, 100))[labels] + rng.standard_normal((30, 100)), 0)
+    nudged = x * (1 + 1e-14 * np.random.default_rng(0).standard_normal(x.shape))
+    assert logme(features=nudged, labels=labels) == pytest.approx(logme(features=x, labels=labels), rel=1e-10)
+    best = _brute_force_logme(x, labels, log_beta_max=40.0)  # β ≈ e^21 here: the features fit the labels
+    assert logme(features=x, labels=labels) == pytest.approx(best, abs=1e-6)
 
 
 def test_logme_fixed_point_agrees_with_sklearn_bayesian_ridge():

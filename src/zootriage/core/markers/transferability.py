@@ -63,7 +63,9 @@ def logme(*, features: np.ndarray, labels: np.ndarray, device: Device = None) ->
     s_dev, z_dev = indicator_projections(as_tensor(features, device), as_tensor(labels, device, torch.int64))
     s, z = s_dev.cpu().numpy(), z_dev.cpu().numpy()
     counts = np.bincount(labels).astype(np.float64)  # ‖y_k‖²
-    outside = np.clip(counts - np.sum(z**2, axis=0), 0.0, None)  # ‖y_k − UUᵀy_k‖²
+    # ‖y_k − UUᵀy_k‖², exactly 0 when U is square (rank F = n): the difference of the two sums would
+    # leave a rounding residue there that β (large when the features fit the labels) multiplies
+    outside = np.clip(counts - np.sum(z**2, axis=0), 0.0, None) if s.size < n else np.zeros_like(counts)
     if s.size < n and np.any(outside <= UNBOUNDED_RTOL * counts):
         raise MarkerUndefined(
             "LogME is unbounded: a class indicator is an exact linear function of the features"
