@@ -64,7 +64,9 @@ def reset_peak(device: torch.device) -> None:
 
 # the modules that hold the CUDA tests: the rest of tests/unit may import the service's packages (FastAPI,
 # SQLAlchemy, ...), which the GPU machine's Python lacks, and a collection error would stop the whole run
-CUDA_TEST_MODULES = ("test_glue.py", "test_markers_compute.py", "test_markers_representation.py")
+CUDA_TEST_MODULES = (
+    "test_glue.py", "test_markers_compute.py", "test_markers_representation.py", "test_warm_pool.py",
+)
 
 
 def cuda_tests() -> None:

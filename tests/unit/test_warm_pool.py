@@ -218,3 +218,19 @@ def test_the_childs_openmp_threads_sleep_at_barriers_unless_the_operator_says_ot
     assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json")["OMP_WAIT_POLICY"] == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json")["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_only_a_child_for_gpu_work_is_told_to_set_cuda_up(tmp_path: Path, gpu: bool) -> None:
+    from zootriage.core.confine import GPU_ENV
+    from zootriage.core.isolation import ChildLimits, _environment
+
+    assert (_environment(tmp_path, ChildLimits(), gpu, 1 << 30, "json").get(GPU_ENV) == "1") is gpu
+
+
+@pytest.mark.gpu
+def test_a_warm_child_for_gpu_work_has_created_its_cuda_context_before_its_job() -> None:
+    with new_child(gpu=True) as child:
+        assert child.receive("ready")["devices"] == ["cpu", "cuda"]
+    with new_child(gpu=False) as child:
+        assert child.receive("ready")["devices"] == ["cpu"]

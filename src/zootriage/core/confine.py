@@ -20,6 +20,7 @@ import sys
 from typing import IO, Any
 
 ENV = "ZOOTRIAGE_CONFINE"
+GPU_ENV = "ZOOTRIAGE_CHILD_GPU"  # "1" in a child started for GPU work: its warm-up sets CUDA up too
 _channel: IO[str] | None = None
 
 

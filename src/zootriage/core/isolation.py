@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zootriage.core import leftovers, memory_limit, sandbox
-from zootriage.core.confine import ENV
+from zootriage.core.confine import ENV, GPU_ENV
 from zootriage.core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
 
 log = logging.getLogger(__name__)
@@ -368,6 +368,8 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int, modu
     env["TMPDIR"] = str(folder)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env[ENV] = json.dumps({"rlimits": rlimits, "cwd": str(folder)})
+    if gpu:
+        env[GPU_ENV] = "1"
     return env
 
 
