@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import numpy as np
 import pytest
+import torch
 
 from zootriage.core.data.refs import Sampling, parse_dataset_ref
 from zootriage.core.extraction import new_child
@@ -60,10 +61,14 @@ def test_each_job_gets_a_fresh_started_child_that_is_closed_after_it(
     assert not waiting.alive() and not waiting.folder.exists()  # the pool closed what still waited
 
 
-def test_a_warm_child_extracts_what_a_cold_one_does(digit_programs: dict[str, Path], tmp_path: Path) -> None:
+def test_a_warm_child_extracts_what_a_cold_one_does(
+    digit_programs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = parse_model_ref(f"ckpt:{digit_programs['ccexam']}")
     dataset, sampling = parse_dataset_ref("builtin:mnist"), Sampling(classes=3, per_class=6, seed=4)
     cold_cache, warm_cache = FeatureCache.folder(tmp_path / "cold"), FeatureCache.folder(tmp_path / "warm")
+    # the worker's thread setting (one here, not the machine's default) is what both children use
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     cold = extract_features(model, dataset, sampling, cache=cold_cache, num_workers=0)
     with WarmPool(functools.partial(new_child), size=1) as pool:
         _wait_ready(pool, 1)
@@ -73,6 +78,7 @@ def test_a_warm_child_extracts_what_a_cold_one_does(digit_programs: dict[str, Pa
     assert cold_entry is not None and warm_entry is not None
     np.testing.assert_array_equal(cold_entry[0].features, warm_entry[0].features)
     np.testing.assert_array_equal(cold_entry[0].labels, warm_entry[0].labels)
+    assert cold_entry[1]["threads"] == warm_entry[1]["threads"] == 1
 
 
 def test_a_child_that_died_while_waiting_is_never_handed_out() -> None:

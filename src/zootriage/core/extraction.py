@@ -72,8 +72,8 @@ def extract_in(
     cancel: CancelCheck | None = None,
 ) -> tuple[Extraction, dict[str, Any]]:
     """Features, logits and labels of the child's sample, and its description of the model
-    (``info``, ``weights_sha256``, ``preprocess``, ``timings``). ``options``: batch size, device,
-    data-loading workers."""
+    (``info``, ``weights_sha256``, ``preprocess``, ``timings``, ``threads``). ``options``: batch size,
+    device, data-loading workers, torch threads."""
     if isinstance(model, CheckpointRef):
         source = Path(model.path)
         child.stage({source.name: source})

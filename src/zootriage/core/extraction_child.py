@@ -94,6 +94,7 @@ def sample(request: dict[str, Any]) -> tuple[Any, Any]:
 
 def extract(images: Any, chosen: Any, request: dict[str, Any]) -> dict[str, Any]:
     """Load, extract, write ``OUTPUT``; the description of the model and its weights for the parent."""
+    import torch
     from safetensors.numpy import save_file
 
     from zootriage.core.data.images import FittedImages
@@ -102,6 +103,7 @@ def extract(images: Any, chosen: Any, request: dict[str, Any]) -> dict[str, Any]
     from zootriage.core.zoo.refs import validate_model_ref
 
     model_ref = validate_model_ref(request["model"])
+    torch.set_num_threads(max(1, min(int(request["threads"]), os.cpu_count() or 1)))
     start = time.perf_counter()
     emit({"progress": ["load_model", 0, 1]})
     loaded = load_model(model_ref)  # checkpoints pass core.zoo.archive_check first, in the loader
@@ -122,6 +124,7 @@ def extract(images: Any, chosen: Any, request: dict[str, Any]) -> dict[str, Any]
     )
     return {
         "timings": {"load_model": loaded_at - start, "extract": time.perf_counter() - loaded_at},
+        "threads": torch.get_num_threads(),
         "info": loaded.info.to_dict(),
         "weights_sha256": loaded.weights_sha256,
         "preprocess": loaded.preprocess.model_dump(mode="json"),

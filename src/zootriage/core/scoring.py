@@ -214,7 +214,9 @@ def _extract(
         cached = store.read(key) if store is not None else None
         if cached is None:
             workers = default_workers(dev) if num_workers is None else num_workers
-            options = {"batch_size": batch_size, "device": str(dev), "num_workers": workers}
+            # the child's torch threads follow this process's (a worker sets its share of the cores)
+            options = {"batch_size": batch_size, "device": str(dev), "num_workers": workers,
+                       "threads": torch.get_num_threads()}
             extraction, described = extract_in(sandboxed, model, options, sampled.images, report, cancel)
             timings.update(described["timings"])  # load_model and extract, as the child measured them
             timings["child"] = time.perf_counter() - start  # those, its start, the dataset and sample
