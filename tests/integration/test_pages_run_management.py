@@ -119,6 +119,11 @@ def test_archiving_describing_and_searching_in_the_browser(stack: Stack, clean_d
         page.fill("#label-description", "first line\nsecond line")
         page.click("#save-labels")
         page.wait_for_selector("#run-description")
+        # the line break shows once the stylesheet's pre-wrap applies (under load the text can be
+        # read before the stylesheet has arrived, and innerText then folds the break into a space)
+        page.wait_for_function(
+            "getComputedStyle(document.querySelector('#run-description')).whiteSpace === 'pre-wrap'"
+        )
         assert page.locator("#run-description").inner_text() == "first line\nsecond line"
         page.click("#archive-button")
         page.wait_for_selector("#run-archived")
