@@ -1,4 +1,4 @@
-"""The versioned evidence file: rebuilt from the study's results it reproduces core/evidence.json,
+"""The versioned evidence file: rebuilt from the newest study's results it reproduces core/evidence.json,
 and each rule's line says plainly whether the back-test shows it beating ID accuracy."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from zootriage.core.evidence import (
     EVIDENCE_PATH,
     build_evidence,
     build_from_preregistered,
+    build_from_results,
     evidence_for,
     load_evidence,
     rule_key,
@@ -21,11 +22,21 @@ from zootriage.core.evidence import (
 )
 
 RESULTS = Path(__file__).parents[2] / "docs" / "study" / "2026-12-02" / "results.json"
+# the results the shipped core/evidence.json is rebuilt from (the newest analysed study)
+SHIPPED_FROM = RESULTS
 
 
-def test_the_shipped_file_is_the_preregistered_study_rebuilt() -> None:
-    rebuilt = build_from_preregistered(json.loads(RESULTS.read_text()))
+def test_the_shipped_file_is_the_newest_study_rebuilt() -> None:
+    rebuilt = build_from_results(json.loads(SHIPPED_FROM.read_text()))
     assert rebuilt == json.loads(EVIDENCE_PATH.read_text())
+
+
+@pytest.fixture
+def preregistered(tmp_path: Path) -> Path:
+    """The pre-registered study's version-2 document, rebuilt from its results."""
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(build_from_preregistered(json.loads(RESULTS.read_text()))))
+    return path
 
 
 def test_the_first_study_still_builds_a_version_1_document(tmp_path: Path) -> None:
@@ -46,12 +57,13 @@ def test_wilson_interval() -> None:
     assert wilson(0, 0) == (0.0, 1.0)
 
 
-def test_the_shipped_geometry_rule_is_reported_as_not_beating_id_accuracy() -> None:
+def test_the_preregistered_geometry_rule_is_reported_as_not_beating_id_accuracy(preregistered: Path) -> None:
     """The pre-registered study's primary outcome (task A's probe): Δ's interval holds 0 under both
     centrings, so neither variant is shown as beating ID accuracy, and the default is ID accuracy."""
     results = json.loads(RESULTS.read_text())
+    assert load_evidence(preregistered)["version"] == 2
     for centering in ("none", "global"):
-        found = evidence_for(rule_key("geometry", "one_vs_rest", centering))
+        found = evidence_for(rule_key("geometry", "one_vs_rest", centering), path=preregistered)
         assert found is not None and found.outcome == "A:probe"
         study = results["evidence"]["tasks"]["A"][centering]["outcomes"]["probe"]["geometry"]
         assert found.pairs == study["eligible_pairs"] and found.win_rate == pytest.approx(study["accuracy"])
@@ -59,7 +71,7 @@ def test_the_shipped_geometry_rule_is_reported_as_not_beating_id_accuracy() -> N
         assert not found.beats_id_accuracy
         assert "does NOT show this rule beating ID accuracy" in found.summary()
         assert set(found.correlation_by_architecture) == set()  # a two-marker rule has no ρ
-    dimension = evidence_for(rule_key("dimension", "one_vs_rest", "none"))
+    dimension = evidence_for(rule_key("dimension", "one_vs_rest", "none"), path=preregistered)
     assert dimension is not None and set(dimension.correlation_by_architecture) == {
         "cnn",
         "mlp2",
@@ -67,15 +79,16 @@ def test_the_shipped_geometry_rule_is_reported_as_not_beating_id_accuracy() -> N
         "resnet-w8",
         "resnet-w16",
     }
-    assert load_evidence()["default"]["rule"] == results["decision"]["rule"] == "id_accuracy"
+    assert load_evidence(preregistered)["default"]["rule"] == results["decision"]["rule"] == "id_accuracy"
 
 
-def test_rule_keys_and_missing_evidence() -> None:
+def test_rule_keys_and_missing_evidence(preregistered: Path) -> None:
     assert rule_key("dimension", "random", "global") == "dimension[random,global]"
     assert rule_key("logme", "random", "global") == "logme"
-    assert evidence_for("logme", outcome="B:fewshot_5") is not None
-    assert evidence_for("capacity[one_vs_rest,none]") is None
-    assert "did not test rule capacity[one_vs_rest,none]" in statement("capacity[one_vs_rest,none]")
+    assert evidence_for("logme", outcome="B:fewshot_5", path=preregistered) is not None
+    assert evidence_for("capacity[one_vs_rest,none]", path=preregistered) is None
+    missing = statement("capacity[one_vs_rest,none]", path=preregistered)
+    assert "did not test rule capacity[one_vs_rest,none]" in missing
 
 
 def test_another_version_is_refused(tmp_path: Path) -> None:

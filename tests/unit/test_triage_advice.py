@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from zootriage.core.defaults import EVIDENCE_PATH, product_default
-from zootriage.core.evidence import rule_key
+from zootriage.core import defaults
+from zootriage.core.defaults import product_default
+from zootriage.core.evidence import build_from_preregistered, load_evidence, rule_key, write_evidence
 from zootriage.core.triage import MarkerRecord, make_rule, verdict
 from zootriage.core.triage.advice import CANDIDATE_RULES, question_outcome, ranking_advice, v1_v2_advice
 from zootriage.core.triage.published import (
@@ -27,8 +29,25 @@ VARIANT = ("one_vs_rest", "none")
 ACC1 = {"v1": 76.13, "v2": 80.858}
 
 
+PREREGISTERED = Path(__file__).parents[2] / "docs" / "study" / "2026-12-02" / "results.json"
+
+
+@pytest.fixture(scope="module")
+def preregistered_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("evidence") / "v2.json"
+    return write_evidence(build_from_preregistered(json.loads(PREREGISTERED.read_text())), path)
+
+
+@pytest.fixture(autouse=True)
+def _preregistered_evidence(preregistered_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read the pre-registered study's evidence (version 2, per-rule win rates on every
+    outcome), whichever study's file ships; test_evidence_confirmatory reads the confirmatory one."""
+    monkeypatch.setattr(defaults, "EVIDENCE_PATH", preregistered_file)
+
+
 def evidence_file() -> dict:
-    return dict(json.loads(EVIDENCE_PATH.read_text()))
+    """The evidence as the product reads it."""
+    return load_evidence()
 
 
 def rule_entry(rule: str) -> dict:
