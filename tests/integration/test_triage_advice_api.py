@@ -4,7 +4,6 @@ candidate rule beside its win rate from ``core/evidence.json``."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -15,8 +14,8 @@ from zootriage.app.db.run_queries import markers_of
 from zootriage.app.db.session import session_scope
 from zootriage.app.services.rankings import ranked
 from zootriage.app.services.triage import Gathered, Wanted, published_acc1
-from zootriage.core.defaults import EVIDENCE_PATH, product_default
-from zootriage.core.evidence import rule_key
+from zootriage.core.defaults import product_default
+from zootriage.core.evidence import load_evidence, rule_key
 from zootriage.core.protocol import Protocol
 from zootriage.core.triage import make_rule
 from zootriage.core.triage.advice import CANDIDATE_RULES
@@ -26,7 +25,8 @@ VARIANT = ("one_vs_rest", "none")  # the default protocol's GLUE variant
 
 
 def evidence_entry(rule: str) -> dict[str, Any]:
-    doc = json.loads(EVIDENCE_PATH.read_text())
+    """The shipped evidence of ``rule`` as the service reads it (any version of the file)."""
+    doc = load_evidence()
     return dict(doc["outcomes"][doc["primary_outcome"]]["rules"][rule_key(rule, *VARIANT)])
 
 
