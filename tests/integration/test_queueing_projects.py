@@ -78,6 +78,13 @@ def _job_projects(database_url: str) -> dict[str, str]:
         return {str(job.id): names[job.project_id] for job in session.scalars(select(Job))}
 
 
+def _sweep_projects(database_url: str) -> dict[str, str]:
+    """Each sweep's id and the name of the project it was created in."""
+    with session_scope(database_url) as session:
+        names = {p.id: p.name for p in project_queries.list_projects(session, None)}
+        return {str(sweep.id): names[sweep.project_id] for sweep in session.scalars(select(Sweep))}
+
+
 def _count(database_url: str, table: type[Sweep] | type[Job]) -> int:
     with session_scope(database_url) as session:
         return int(session.scalar(select(func.count()).select_from(table)) or 0)
@@ -124,6 +131,8 @@ def test_a_sweep_queues_its_jobs_in_the_project_it_names(
     )
     assert plain.status_code == 201, plain.text
     assert _job_projects(url)[plain.json()["jobs"][0]["job"]["id"]] == "default"
+    made_in = {made.json()["id"]: "vision", mine.json()["id"]: "audio", plain.json()["id"]: "default"}
+    assert _sweep_projects(url) == made_in
 
 
 def test_a_recommendation_queues_its_runs_in_the_project_it_names(
@@ -212,11 +221,22 @@ def test_a_key_limited_to_projects_sees_only_their_sweeps(
     assert listed("?project=vision", root) == [theirs]
     assert listed("?project=default", root) == []
 
-    # A sweep whose one model joins the other project's active job has no job of its own: it is in the
-    # project that joined the job, which its key follows.
+    # A sweep whose one model joins the other project's active job has no job of its own: it is still
+    # in the project it was created in alone; the project whose job it joined never sees it.
     joined = sweep("audio", 10, audio)
     assert listed("", audio) == [joined, mine]
     assert http.get(f"/v1/sweeps/{joined}", headers=audio).json()["jobs"][0]["status"] == "queued"
+    assert listed("?project=vision", root) == [theirs] and listed("?project=audio", root) == [joined, mine]
+    made = http.post(
+        "/v1/api-keys", json={"name": "vision-ci", "scopes": ["read"], "projects": ["vision"]}, headers=root
+    )
+    assert made.status_code == 201, made.text
+    vision = {"X-API-Key": made.json()["key"]}
+    assert listed("", vision) == [theirs]
+    for path in (f"/v1/sweeps/{joined}", f"/v1/sweeps/{joined[:8]}"):
+        read = http.get(path, headers=vision)
+        assert (read.status_code, read.json()["code"]) == (403, "forbidden"), read.text
+    assert http.get(f"/v1/sweeps/{theirs}", headers=vision).json()["id"] == theirs
 
     # Another project's sweep is forbidden to read or cancel (as its jobs are), by id or by prefix.
     for path in (f"/v1/sweeps/{theirs}", f"/v1/sweeps/{theirs[:8]}"):

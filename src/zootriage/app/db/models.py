@@ -258,6 +258,11 @@ class Sweep(Base):
     rule: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
     cancelled_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # The project it was created in, and the only one it is in: its members' jobs and runs may be in
+    # others (a model answered by a stored run or an active job it joined), which never see it.
+    project_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("projects.id"), index=True, default=default_project_id
+    )
 
     members: Mapped[list[SweepMember]] = relationship(
         back_populates="sweep", cascade="all, delete-orphan", order_by="SweepMember.position", lazy="raise"

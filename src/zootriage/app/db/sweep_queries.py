@@ -2,10 +2,10 @@
 
 The list pages by keyset on (created_at, id), newest first (``app.db.paging``), like the gates.
 
-A sweep has no project column: it is in the project its own jobs (``Job.sweep_id``) were asked in.
-A sweep with no job of its own (every model answered by a stored run or by another request's active
-job) is in a set of projects when each of its members is (a job that is in the project or that the
-project joined, a run that joined the project) and it has at least one member there.
+A sweep is in exactly one project, the one it was created in (``Sweep.project_id``). Its members'
+jobs and runs may be in other projects too (a model answered by another project's stored run or active
+job, which the sweep joined), but those projects never see the sweep: its name and tags stay with the
+project that asked for it.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, exists, or_, select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
-from zootriage.app.db.models import ACTIVE_STATUSES, Job, ProjectJob, ProjectRun, Run, Sweep, SweepMember
+from zootriage.app.db.models import ACTIVE_STATUSES, Job, Run, Sweep, SweepMember
 from zootriage.app.db.paging import PageKey, rows_after, split_page
 
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
@@ -33,29 +33,9 @@ def sweep_by_id(session: Session, sweep_id: uuid.UUID) -> Sweep | None:
     return session.get(Sweep, sweep_id)
 
 
-def _member_in(ids: list[int]) -> ColumnElement[bool]:
-    """The member (of the enclosing query) follows a job or a run of one of the projects ``ids``."""
-    job_own = exists().where(Job.id == SweepMember.job_id, Job.project_id.in_(ids))
-    job_joined = exists().where(ProjectJob.job_id == SweepMember.job_id, ProjectJob.project_id.in_(ids))
-    run_in = exists().where(ProjectRun.run_id == SweepMember.run_id, ProjectRun.project_id.in_(ids))
-    return or_(
-        and_(SweepMember.job_id.is_not(None), or_(job_own, job_joined)),
-        and_(SweepMember.job_id.is_(None), run_in),
-    )
-
-
 def in_projects(ids: Collection[int]) -> ColumnElement[bool]:
-    """Whether the sweep (of the enclosing query) is in one of the projects ``ids`` (module docstring)."""
-    wanted = list(ids)
-    own = exists().where(Job.sweep_id == Sweep.id)
-    own_in = exists().where(Job.sweep_id == Sweep.id, Job.project_id.in_(wanted))
-    counted = and_(
-        SweepMember.sweep_id == Sweep.id,
-        or_(SweepMember.job_id.is_not(None), SweepMember.run_id.is_not(None)),
-    )
-    some_in = exists().where(counted, _member_in(wanted))
-    some_out = exists().where(counted, ~_member_in(wanted))
-    return or_(own_in, and_(~own, some_in, ~some_out))
+    """Whether the sweep (of the enclosing query) was created in one of the projects ``ids``."""
+    return Sweep.project_id.in_(list(ids))
 
 
 def sweep_in_projects(session: Session, sweep_id: uuid.UUID, ids: Collection[int]) -> bool:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from zootriage.app.api_keys import Caller
-from zootriage.app.db import job_lifecycle
+from zootriage.app.db import job_lifecycle, project_queries
 from zootriage.app.db.job_lifecycle import EXTRACTED
 from zootriage.app.db.models import ACTIVE_STATUSES, JobStatus, Sweep, SweepMember
 from zootriage.app.db.paging import PageKey
@@ -41,6 +41,7 @@ from zootriage.app.db.sweep_queries import (
     sweep_in_projects,
 )
 from zootriage.app.labels import BadLabel, check_tags, reference_of
+from zootriage.app.project_names import DEFAULT_PROJECT
 from zootriage.app.queue import revoke
 from zootriage.app.schemas.jobs import JobOut
 from zootriage.app.schemas.sweeps import (
@@ -99,7 +100,8 @@ def create(
     session: Session, settings: Settings, body: SweepRequest, project_id: int | None = None
 ) -> SweepOut:
     """Admit every model, then write the sweep and one job per model in project ``project_id`` (None:
-    the default project; each run joins it, ``jobs.create``), and publish its first jobs."""
+    the default project; each run joins it, ``jobs.create``), and publish its first jobs. The sweep
+    itself is in that project alone, whatever projects the jobs and runs it joined are in."""
     rule = triage_rule(body.rule)
     scoring = ScoringPlan(body.dataset, body.sampling, body.protocol)
     wants = expand(body)
@@ -110,6 +112,8 @@ def create(
         except ZooError as exc:
             raise type(exc)(f"model {position} ({reference_of(want.model)}): {exc.message}") from None
     selection = body.models
+    if project_id is None:
+        project_id = project_queries.project_named(session, DEFAULT_PROJECT).id
     sweep = Sweep(
         name=body.name,
         tags=dict(body.tags),
@@ -122,6 +126,7 @@ def create(
         sampling=body.sampling.model_dump(mode="json"),
         protocol=body.protocol,
         rule=rule.name,
+        project_id=project_id,
     )
     session.add(sweep)
     session.commit()
@@ -256,8 +261,8 @@ def _find_row(session: Session, sweep_id: uuid.UUID) -> Sweep:
 
 
 def check_visible(session: Session, caller: Caller | None, sweep_id: uuid.UUID) -> None:
-    """403 when ``caller``'s key is limited to projects none of which the sweep is in (its jobs'
-    project, ``app.db.sweep_queries``), as for a job or a run of another project."""
+    """403 when ``caller``'s key is limited to projects none of which is the sweep's (the one it was
+    created in, ``app.db.sweep_queries``), as for a job or a run of another project."""
     ids = project_service.visible_project_ids(session, caller, None)
     if ids is not None and caller is not None and not sweep_in_projects(session, sweep_id, ids):
         raise ServiceError(
