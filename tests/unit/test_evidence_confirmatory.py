@@ -255,3 +255,38 @@ def test_another_version_or_missing_fields_are_refused(study: dict[str, Any]) ->
         load_evidence(_write(tmp, {"version": 2, "study": "s", "primary_outcome": "A:probe"}, "v2.json"))
     with pytest.raises(ValueError, match="not 3"):
         build_from_confirmatory({"evidence": {**doc, "version": 2}})
+
+
+def test_the_bootstraps_monte_carlo_error_is_reported_beside_the_decision(study: dict[str, Any]) -> None:
+    """Seed 0 of the Monte Carlo check is the analysis' own bootstrap: each decisive bound's side is
+    the one the decision read; the report shows the check."""
+    results = study["results"]
+    mc, accuracy = results["monte_carlo"], results["analysis"]["accuracy"]
+    assert mc["seeds"] == 20 and mc["resamples"] > 0
+    for task in ("A", "C"):
+        bound = mc["decisive"].get(f"always_v2 lower bound, task {task}")
+        ci = accuracy.get("always_v2", {}).get(task, {}).get("ci95")
+        assert (bound is None) == (ci is None)
+        if bound is not None:
+            assert bound["holds"] == (ci[0] > 0.5) and bound["min"] <= ci[0] <= bound["max"]
+    frozen = results["analysis"]["frozen_rule"]
+    if frozen is not None:
+        brier = mc["decisive"]["frozen rule Brier upper bound"]
+        ece = mc["decisive"]["frozen rule ECE upper bound"]
+        assert brier["min"] <= frozen["brier_ci95"][1] <= brier["max"]
+        assert (brier["holds"] and ece["holds"]) == frozen["calibrated"]
+    assert mc["stable"] == all(b["stable"] for b in mc["decisive"].values())
+    report = (study["tmp"] / "report" / "report.md").read_text()
+    assert "## Monte Carlo error" in report
+
+
+@pytest.mark.parametrize(
+    ("values", "holds", "stable"), [([0.6, 0.55, 0.7], True, True), ([0.52, 0.49], True, False),
+                                    ([0.4, 0.45], False, True), ([0.5, 0.51], False, False)],
+)
+def test_a_bound_is_stable_only_when_every_seed_puts_it_on_one_side(values, holds, stable) -> None:
+    from zootriage.core.backtest.study3_mc import _bound
+
+    found = _bound(values, 0.5, lambda v: v > 0.5)
+    assert (found["holds"], found["stable"]) == (holds, stable)
+    assert (found["min"], found["max"]) == (min(values), max(values))

@@ -18,6 +18,7 @@ from zootriage.core.backtest.measure import PRIMARY3 as PRIMARY
 from zootriage.core.backtest.report import interval, num, run_record, write_report
 from zootriage.core.backtest.study3_analysis import analyze3
 from zootriage.core.backtest.study3_decision import decide3, rule_inputs
+from zootriage.core.backtest.study3_mc import bootstrap_error
 from zootriage.core.backtest.tables import accuracy_filter, kept
 
 EVIDENCE_VERSION = 3
@@ -58,6 +59,7 @@ def build_results3(
         **run_record(run, config),
         "analysis": analysis,
         "decision": decision,
+        "monte_carlo": bootstrap_error(analysis, tasks, config.stats.n_boot),
         "secondary": {k: {"accuracy": v["accuracy"], "tests": v["tests"]} for k, v in secondary.items()},
         "sensitivity_accuracy_filter": {
             "train_acc_min": FILTER_TRAIN_ACC_MIN,
@@ -195,7 +197,40 @@ def render(results: Mapping[str, Any], title: str) -> str:
         for r, s in sorted(a.get("tied_pairs", {}).items())
     ]
     lines += ["", "## Decision", "", "```", json.dumps(d, indent=1, default=str), "```", ""]
+    lines += _monte_carlo(results.get("monte_carlo"))
     return "\n".join(lines)
+
+
+FLIPS = "**A decisive bound changes side with the seed: that decision is within Monte Carlo error.**"
+
+
+def _monte_carlo(mc: Mapping[str, Any] | None) -> list[str]:
+    """The bootstrap's Monte Carlo error (``core.backtest.study3_mc``); the sign flips are exact."""
+    if mc is None:
+        return []
+    lines = [
+        "## Monte Carlo error",
+        "",
+        "The primary tests are exact (every sign pattern enumerated). The cluster bootstrap's bounds,",
+        f"recomputed with {mc['seeds']} generator seeds at {mc['resamples']} resamples each",
+        "(seed 0 is the plan's):",
+        "",
+        "| decisive bound | seed 0 holds | min | max | threshold | same side for every seed |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {name} | {'yes' if b['holds'] else 'no'} | {_fmt(b['min'])} | {_fmt(b['max'])} | "
+        f"{b['threshold']} | {'yes' if b['stable'] else '**no**'} |"
+        for name, b in mc["decisive"].items()
+    ]
+    lines += [
+        "",
+        f"Largest spread of any other interval's end point over the seeds: "
+        f"{_fmt(mc['largest_interval_end_spread'], 4)}. "
+        + ("No decision can flip with the generator seed." if mc["stable"] else FLIPS),
+        "",
+    ]
+    return lines
 
 
 def write_report3(results: Mapping[str, Any], folder: Path, *, title: str) -> Path:
