@@ -290,3 +290,16 @@ def test_a_bound_is_stable_only_when_every_seed_puts_it_on_one_side(values, hold
     found = _bound(values, 0.5, lambda v: v > 0.5)
     assert (found["holds"], found["stable"]) == (holds, stable)
     assert (found["min"], found["max"]) == (min(values), max(values))
+
+
+def test_the_plans_changes_after_registration_are_carried_into_the_report(study: dict[str, Any]) -> None:
+    from zootriage.core.backtest.study3_report import registration_changes
+
+    plan = "# Plan\n\n## Changes after registration\n\n1. one\n2. two\n\n## Later\n\nnot this\n"
+    assert registration_changes(plan) == "1. one\n2. two"
+    assert registration_changes("# Plan\n\nno such section\n") == ""
+    registered = registration_changes((ROOT / "docs" / "study" / "PLAN-3.md").read_text())
+    assert registered and "## " not in registered
+    report = (study["tmp"] / "report" / "report.md").read_text()
+    assert "## Changes after registration" in report
+    assert study["cli"]["changes_after_registration"] in report

@@ -60,7 +60,7 @@ def study3(
 ) -> None:
     """The confirmatory study: does any marker beat ID accuracy, and the recipe?"""
     from zootriage.core.backtest.config import Study3Config, load_config
-    from zootriage.core.backtest.study3_report import build_results3, write_report3
+    from zootriage.core.backtest.study3_report import build_results3, registration_changes, write_report3
     from zootriage.core.backtest.study3_run import run_study3
     from zootriage.core.backtest.study3_run import time_only as time_grid
     from zootriage.core.evidence import build_from_confirmatory, write_evidence
@@ -84,7 +84,10 @@ def study3(
         if run is None:
             err.print(f"shard {shard} done; run again without --shard for the analysis and report")
             return
-        results = build_results3(run, cfg, plan_commit=registration_commit(), frozen_path=frozen_rule)
+        changes = registration_changes(PLAN.read_text()) if PLAN.is_file() else ""
+        results = build_results3(
+            run, cfg, plan_commit=registration_commit(), frozen_path=frozen_rule, changes=changes
+        )
         folder = report_dir or state / f"report-{dt.date.today().isoformat()}"
         path = write_report3(
             results, folder, title=f"Confirmatory study '{cfg.name}' ({dt.date.today().isoformat()})"

@@ -29,10 +29,25 @@ FILTER_TRAIN_ACC_MIN = 0.99
 FILTER_CENTRAL_FRACTION = 0.8
 
 
+CHANGES = "## Changes after registration"
+
+
+def registration_changes(plan: str) -> str:
+    """The plan's "Changes after registration" section (its text up to the next heading of that level,
+    empty when the plan has none), carried into the results and the report."""
+    start = plan.find(CHANGES)
+    if start < 0:
+        return ""
+    body = plan[start + len(CHANGES):]
+    end = body.find("\n## ")
+    return (body if end < 0 else body[:end]).strip()
+
+
 def build_results3(
-    run: Mapping[str, Any], config: Study3Config, *, plan_commit: str, frozen_path: Path
+    run: Mapping[str, Any], config: Study3Config, *, plan_commit: str, frozen_path: Path, changes: str = ""
 ) -> dict[str, Any]:
-    """Analyse a finished run (:func:`core.backtest.study3_run.run_study3`) and decide."""
+    """Analyse a finished run (:func:`core.backtest.study3_run.run_study3`) and decide; ``changes``: the
+    plan's changes after registration (:func:`registration_changes`), reported as they are."""
     frozen = load_frozen_rule(frozen_path)
     analysis = analyze3(run["models"], run["floors"], config, frozen)
     tasks = [t.name for t in config.tasks]
@@ -56,6 +71,7 @@ def build_results3(
     }
     return {
         "plan_commit": plan_commit,
+        "changes_after_registration": changes,
         **run_record(run, config),
         "analysis": analysis,
         "decision": decision,
@@ -106,6 +122,10 @@ def render(results: Mapping[str, Any], title: str) -> str:
         f"# {title}",
         "",
         f"Plan: docs/study/PLAN-3.md, registration commit `{results['plan_commit']}`.",
+        "",
+        "## Changes after registration",
+        "",
+        results.get("changes_after_registration") or "(none)",
         "",
     ]
     lines += [
