@@ -1,5 +1,6 @@
-"""``POST /v1/backtests`` against stored runs in the real PostgreSQL database: the pre-registered
-study's method by default (recipes of seeds tagged ``recipe``), the first study's on request."""
+"""``POST /v1/backtests`` against stored runs in the real PostgreSQL database: study 3's confirmatory
+method by default (recipes of seeds tagged ``recipe``), study 2's pre-registered method and the first
+study's on request."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi.testclient import TestClient
 from tests.integration.seeding import fake_run
 from zootriage.app.db.models import RunTag
 from zootriage.app.db.session import session_scope
+from zootriage.core.backtest import on_runs3
 from zootriage.core.backtest.hypotheses import correlation, pairwise
 from zootriage.core.backtest.on_runs import OUTCOME, RunOutcome, recipe_table
 
@@ -68,14 +70,42 @@ def seeded(client: TestClient, clean_db: str) -> dict[str, tuple[str, str | None
     return made
 
 
+def test_backtest_uses_study_3s_confirmatory_method_by_default(client: TestClient, seeded: dict) -> None:
+    outcomes = {run_id: v[2] for run_id, v in seeded.items()}
+    response = client.post("/v1/backtests", json={"outcomes": outcomes, "n_boot": 300})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["method"] == "confirmatory" and body["rules"] is None and body["markers"] is None
+    assert body["n_models"] == 13 and body["recipes"] == 6 and body["eligible_pairs"] == 6
+    assert body["recipes_by_architecture"] == {"resnet18": 3, "vgg11": 3} and body["min_archs"] == 6
+    assert any("1 run(s) have no recipe label" in n for n in body["notes"])
+    assert any("no random-init floor" in n for n in body["notes"])
+    # The module's own answer on the same runs, and the counts by hand: every pair is beyond the seed
+    # noise; dimension and the geometry rule pick every winner, ID accuracy (falling) none.
+    runs = [RunOutcome(k, v[0], v[1], v[2], v[3]) for k, v in seeded.items()]
+    direct = on_runs3.analyse(runs, ["dimension", "id_accuracy", "utilization"], n_boot=300)
+    assert body["confirmatory_rules"] == direct["confirmatory_rules"]
+    rules = body["confirmatory_rules"]
+    assert set(rules) == {"dimension", "id_accuracy", "utilization", "geometry"}
+    geometry = rules["geometry"]
+    assert (geometry["correct"], geometry["wrong"], geometry["undecided"], geometry["pairs"]) == (6, 0, 0, 6)
+    assert geometry["accuracy"] == 1.0 and geometry["ci95"] == [1.0, 1.0]
+    assert rules["id_accuracy"]["wrong"] == 6 and rules["id_accuracy"]["vs_id_accuracy"] is None
+    versus = geometry["vs_id_accuracy"]
+    assert versus["d_by_architecture"] == {"resnet18": 1.0, "vgg11": 1.0} and versus["mean_d"] == 1.0
+    assert versus["assessable"] is False and versus["p"] is None and versus["min_p"] == 0.25
+
+
 def test_backtest_uses_the_preregistered_studys_method(client: TestClient, seeded: dict) -> None:
     outcomes = {run_id: v[2] for run_id, v in seeded.items()}
     response = client.post(
-        "/v1/backtests", json={"outcomes": outcomes, "n_boot": 300, "n_perm": 999, "seed": 4}
+        "/v1/backtests",
+        json={"outcomes": outcomes, "n_boot": 300, "n_perm": 999, "seed": 4, "method": "preregistered"},
     )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["method"] == "preregistered" and body["markers"] is None  # the first study's fields
+    assert body["confirmatory_rules"] is None and body["eligible_pairs"] is None
     assert body["n_models"] == 13 and body["recipes"] == 6
     assert body["recipes_by_architecture"] == {"resnet18": 3, "vgg11": 3}
     assert any("1 run(s) have no recipe label" in note for note in body["notes"])
@@ -97,10 +127,16 @@ def test_backtest_uses_the_preregistered_studys_method(client: TestClient, seede
 def test_the_recipe_tag_is_the_requests_choice(client: TestClient, seeded: dict) -> None:
     outcomes = {run_id: v[2] for run_id, v in seeded.items()}
     body = client.post(
-        "/v1/backtests", json={"outcomes": outcomes, "n_boot": 100, "recipe_tag": "arm"}
+        "/v1/backtests",
+        json={"outcomes": outcomes, "n_boot": 100, "recipe_tag": "arm", "method": "preregistered"},
     ).json()
     assert body["recipes"] == 0 and any("13 run(s) have no recipe label" in n for n in body["notes"])
     assert body["rules"]["dimension"]["correlation"]["rho_bar"] is None
+    confirmatory = client.post(
+        "/v1/backtests", json={"outcomes": outcomes, "n_boot": 100, "recipe_tag": "arm"}
+    ).json()
+    assert confirmatory["recipes"] == 0 and confirmatory["eligible_pairs"] == 0
+    assert confirmatory["confirmatory_rules"]["dimension"]["accuracy"] is None
     bad = client.post("/v1/backtests", json={"outcomes": outcomes, "method": "third"})
     assert bad.status_code == 422 and bad.json()["code"] == "invalid_request"
 
@@ -112,7 +148,7 @@ def test_backtest_correlates_markers_with_outcomes(client: TestClient, zoo: dict
     )
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["method"] == "first-study" and body["rules"] is None
+    assert body["method"] == "first-study" and body["rules"] is None and body["confirmatory_rules"] is None
     assert body["n_models"] == 6 and body["architectures"] == {"resnet18": 5, "vgg11": 1}
     dim = body["markers"]["dimension"]
     assert dim["by_architecture"]["resnet18"]["pearson"] == pytest.approx(1.0)
@@ -125,7 +161,9 @@ def test_backtest_can_restrict_markers(client: TestClient, zoo: dict[str, str]) 
     body = {"outcomes": _outcomes(zoo), "markers": ["utilization"], "n_boot": 100}
     response = client.post("/v1/backtests", json=body)
     assert response.status_code == 200, response.text
-    assert list(response.json()["rules"]) == ["utilization"]
+    assert list(response.json()["confirmatory_rules"]) == ["utilization"]
+    preregistered = client.post("/v1/backtests", json={**body, "method": "preregistered"})
+    assert list(preregistered.json()["rules"]) == ["utilization"]
     body["markers"] = ["no_such_marker"]
     bad = client.post("/v1/backtests", json=body)
     assert bad.status_code == 422 and bad.json()["code"] == "unknown_marker"

@@ -66,9 +66,12 @@ def test_pasted_outcomes_give_the_apis_statistics_and_a_linked_scatter(
     # Outcomes rise with the recipe (runs come in seed pairs: index // 2 is the recipe within its arch).
     outcomes = {run: 0.5 + 0.1 * (i % 6 // 2) + 0.001 * (i % 2) for i, run in enumerate(seeded)}
     lines = ["run_id,outcome", *(f"{run},{value}" for run, value in outcomes.items()), ""]
-    page = _post(client, "\n".join(lines), n_boot="200")
+    page = _post(client, "\n".join(lines), n_boot="200", method="preregistered")
     assert page.status_code == 200, page.text[-800:]
-    api = client.post("/v1/backtests", json={"outcomes": outcomes, "n_boot": 200}).json()
+    assert "Method: <strong>preregistered</strong>" in page.text
+    api = client.post(
+        "/v1/backtests", json={"outcomes": outcomes, "n_boot": 200, "method": "preregistered"}
+    ).json()
     assert api["method"] == "preregistered" and api["recipes"] == 5
     found = api["rules"]["dimension"]["correlation"]
     low, high = found["rho_bar_ci"]
@@ -81,10 +84,33 @@ def test_pasted_outcomes_give_the_apis_statistics_and_a_linked_scatter(
     assert table.count('<tr class="rule">') == len(api["rules"]) == 3  # dimension, utilization, geometry
     geometry = api["rules"]["geometry"]["pairwise"]
     assert geometry["eligible_pairs"] == 4 and f'<td class="num">{geometry["eligible_pairs"]}</td>' in table
-    shown = _post(client, "\n".join(lines), n_boot="200", marker="utilization")
+    shown = _post(client, "\n".join(lines), n_boot="200", marker="utilization", method="preregistered")
     assert "utilization: ρ̄ = " in html.unescape(shown.text)
     untagged = _post(client, "\n".join(lines), n_boot="200", recipe_tag="arm")
     assert "10 run(s) have no recipe label" in html.unescape(untagged.text)
+
+
+def test_the_page_shows_the_confirmatory_answer_by_default(client: TestClient, seeded: list[str]) -> None:
+    outcomes = {run: 0.5 + 0.1 * (i % 6 // 2) + 0.001 * (i % 2) for i, run in enumerate(seeded)}
+    lines = ["run_id,outcome", *(f"{run},{value}" for run, value in outcomes.items()), ""]
+    page = _post(client, "\n".join(lines), n_boot="200")
+    assert page.status_code == 200, page.text[-800:]
+    text = html.unescape(page.text)
+    assert "Method: <strong>confirmatory</strong>" in text and 'id="backtest-table"' not in text
+    api = client.post("/v1/backtests", json={"outcomes": outcomes, "n_boot": 200}).json()
+    assert api["method"] == "confirmatory"
+    rules = api["confirmatory_rules"]
+    table = text.split('id="confirmatory-table"')[1].split("</table>")[0]
+    assert table.count('<tr class="rule">') == len(rules) == 3  # dimension, utilization, geometry
+    dimension = rules["dimension"]
+    assert (dimension["correct"], dimension["pairs"]) == (4, 4) and dimension["vs_id_accuracy"] is None
+    low, high = dimension["ci95"]
+    assert f"dimension: accuracy 1.00 [95% CI {low:.2f}, {high:.2f}], 4 eligible pairs" in text
+    utilization = rules["utilization"]
+    row = table.split('<th scope="row">utilization</th>')[1].split("</tr>")[0]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+    assert cells[:4] == [str(utilization[k]) for k in ("correct", "wrong", "undecided", "pairs")]
+    assert "no run carries id_accuracy" in text
 
 
 def test_bad_forms_show_their_error_beside_the_field(client: TestClient, zoo: list[str]) -> None:

@@ -332,8 +332,9 @@ def test_the_backtest_scatter_has_one_point_per_run_and_a_bad_form_its_error(
     assert {points.nth(i).get_attribute("xlink:href") for i in range(points.count())} == {
         f"/runs/{run}" for run in backtest_runs
     }
-    assert "dimension: ρ̄" in (page.locator("#scatter").get_attribute("aria-label") or "")
-    assert page.locator("#backtest-table tr.rule").count() >= 2
+    assert "dimension: accuracy" in (page.locator("#scatter").get_attribute("aria-label") or "")
+    assert "confirmatory" in page.locator("#backtest-method").inner_text()
+    assert page.locator("#confirmatory-table tr.rule").count() >= 2
     page.screenshot(path=shots / "backtests.png", full_page=True)
     page.fill("#outcomes", "nonsense,0.5")
     page.click("#backtest-form button[type=submit]")

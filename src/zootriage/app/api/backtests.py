@@ -18,7 +18,10 @@ router = APIRouter(prefix="/v1/backtests", tags=["backtests"])
 
 @router.post("", response_model=BacktestOut, responses=responses(404, 422))
 def post_backtest(body: BacktestRequest, session: SessionDep) -> BacktestOut:
-    """Correlate every marker of the named runs with the outcomes given for them."""
+    """Back-test every marker of the named runs against the outcomes given for them: by default study
+    3's confirmatory method (each rule's correct / wrong / undecided picks over noise-eligible recipe
+    pairs, accuracy with its architecture-cluster bootstrap interval, d_a against ID accuracy with the
+    exact sign-flip p); ``method`` "preregistered" (study 2's) or "first-study" on request."""
     from zootriage.app.services import backtests as backtest_service
 
     return backtest_service.run_backtest(session, body)

@@ -11,28 +11,36 @@ from pydantic import BaseModel, Field, field_validator
 from zootriage.core.protocol import Seed
 
 MAX_RUNS = 5000
-Method = Literal["preregistered", "first-study"]
+Method = Literal["confirmatory", "preregistered", "first-study"]
 
 
 class BacktestRequest(BaseModel):
     """``outcomes`` maps run ids to the OOD accuracy (or any outcome, higher is better) measured for
     them; ``markers`` restricts the analysis (default: every marker the runs carry).
 
-    ``method`` "preregistered" (the default) applies the pre-registered study's method
-    (``core.backtest.on_runs``): runs of one architecture tagged with the same ``recipe_tag`` value
-    are the seeds of one recipe. "first-study" gives the answer of the first study's method (pooled
-    and per-architecture Pearson/Spearman, per-model pairwise win rates), as before this field."""
+    ``method`` "confirmatory" (the default) applies study 3's method (docs/study/PLAN-3.md,
+    ``core.backtest.on_runs3``); "preregistered" study 2's (``core.backtest.on_runs``). For both, runs
+    of one architecture tagged with the same ``recipe_tag`` value are the seeds of one recipe.
+    "first-study" gives the answer of the first study's method (pooled and per-architecture
+    Pearson/Spearman, per-model pairwise win rates), as before this field."""
 
     outcomes: dict[uuid.UUID, float] = Field(min_length=3, max_length=MAX_RUNS)
     markers: list[str] | None = Field(default=None, min_length=1, max_length=100)
     n_boot: int = Field(default=2000, ge=100, le=20000, description="bootstrap resamples")
-    seed: Seed = 0
-    method: Method = Field("preregistered", description="preregistered (the study's method) or first-study")
+    seed: Seed = Field(
+        0, description="resampling seed (preregistered, first-study); confirmatory's bootstrap uses seed 0"
+    )
+    method: Method = Field(
+        "confirmatory",
+        description="confirmatory (study 3's method, the product's evidence), preregistered (study 2's) "
+        "or first-study",
+    )
     recipe_tag: str = Field(
         "recipe",
         min_length=1,
         max_length=64,
-        description="the run tag whose value names a run's recipe (its seeds share it); preregistered only",
+        description="the run tag whose value names a run's recipe (its seeds share it); confirmatory and "
+        "preregistered",
     )
     n_perm: int = Field(
         10000, ge=0, le=100_000, description="permutations for ρ̄'s p (0: none); preregistered only"
@@ -101,10 +109,44 @@ class StudyRuleOut(BaseModel):
     pairwise: StudyPairwiseOut | None = Field(description="null for a marker with no preferred direction")
 
 
+class VsIdAccuracyOut(BaseModel):
+    """The rule against the ID-accuracy rule on the same eligible pairs (study 3's T1/T2 test)."""
+
+    mean_d: float | None = Field(description="mean over architectures of d_a")
+    d_by_architecture: dict[str, float] = Field(
+        description="d_a = (rule's correct − ID accuracy's correct) / eligible pairs, per architecture "
+        "with an eligible pair"
+    )
+    n_archs: int = Field(description="architectures in the test (those with an eligible pair)")
+    p: float | None = Field(
+        description="exact one-sided sign-flip p over all 2^n sign patterns; null when not assessable"
+    )
+    min_p: float | None = Field(description="the smallest p n architectures allow: 2^−n")
+    assessable: bool = Field(description="false with fewer architectures than ``min_archs``")
+
+
+class ConfirmatoryRuleOut(BaseModel):
+    """A rule's picks over eligible recipe pairs: an undecided pick (a tie, a missing value, or the
+    geometry rule's markers disagreeing) is counted apart and never as correct."""
+
+    markers: list[str]
+    higher_is_better: bool = Field(description="the preferred direction (lower-is-better markers negated)")
+    correct: int
+    wrong: int
+    undecided: int
+    pairs: int = Field(description="eligible pairs: correct + wrong + undecided")
+    accuracy: float | None = Field(description="correct / pairs")
+    ci95: tuple[float, float] | None = Field(description="architecture-cluster bootstrap 95% interval")
+    vs_id_accuracy: VsIdAccuracyOut | None = Field(
+        description="null for the ID-accuracy rule itself and when no run carries id_accuracy"
+    )
+
+
 class BacktestOut(BaseModel):
-    """``method`` says which fields are filled: "preregistered" fills ``recipes``,
-    ``recipes_by_architecture`` and ``rules``; "first-study" fills ``markers``, ``geometry_rule`` and
-    ``rule_markers`` exactly as the answer before ``method`` existed."""
+    """``method`` says which fields are filled: "confirmatory" fills ``recipes``,
+    ``recipes_by_architecture``, ``eligible_pairs``, ``min_archs`` and ``confirmatory_rules``;
+    "preregistered" fills ``recipes``, ``recipes_by_architecture`` and ``rules``; "first-study" fills
+    ``markers``, ``geometry_rule`` and ``rule_markers`` exactly as the answer before ``method`` existed."""
 
     method: Method
     n_models: int
@@ -116,3 +158,8 @@ class BacktestOut(BaseModel):
     markers: dict[str, MarkerBacktestOut] | None = None
     geometry_rule: PairwiseOut | None = None
     rule_markers: tuple[str, str] | None = None
+    eligible_pairs: int | None = Field(None, description="confirmatory: recipe pairs beyond the seed noise")
+    min_archs: int | None = Field(None, description="confirmatory: architectures a sign-flip test needs")
+    confirmatory_rules: dict[str, ConfirmatoryRuleOut] | None = Field(
+        None, description="confirmatory: each rule's picks, accuracy and test against ID accuracy"
+    )

@@ -2,13 +2,16 @@
 
 The rules: every named run must exist (404 ``run_not_found``), all were scored under one protocol
 (422 ``mixed_protocols``) on one ID dataset (422 ``mixed_datasets``), and the markers asked for are
-carried by some run (422 ``unknown_marker``). Then, by default, the pre-registered study's method
-(``core.backtest.on_runs``, docs/study/PLAN.md): runs of one architecture sharing the value of the tag
-``recipe_tag`` are the seeds of one recipe; ρ̄ with its recipe-bootstrap interval and permutation p,
-and each rule's pairwise accuracy over noise-eligible recipe pairs with Δ against the ID-accuracy rule.
-``method="first-study"`` keeps the first study's statistics (``core.backtest.first_method.backtest``:
-Pearson and Spearman pooled and per architecture, per-model pairwise win rates), the answer before
-``method``.
+carried by some run (422 ``unknown_marker``). Runs of one architecture sharing the value of the tag
+``recipe_tag`` are the seeds of one recipe. By default, study 3's confirmatory method
+(``core.backtest.on_runs3``, docs/study/PLAN-3.md): each rule's correct / wrong / undecided picks over
+noise-eligible recipe pairs, its accuracy with the architecture-cluster bootstrap interval, and d_a
+against the ID-accuracy rule with the exact sign-flip p over architectures.
+``method="preregistered"`` applies study 2's method (``core.backtest.on_runs``, docs/study/PLAN.md):
+ρ̄ with its recipe-bootstrap interval and permutation p, and each rule's pairwise accuracy with Δ
+against the ID-accuracy rule. ``method="first-study"`` keeps the first study's statistics
+(``core.backtest.first_method.backtest``: Pearson and Spearman pooled and per architecture, per-model
+pairwise win rates), the answer before ``method``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from sqlalchemy.orm import Session
 from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
 from zootriage.app.services.errors import ServiceError
+from zootriage.core.backtest import on_runs3
 from zootriage.core.backtest.first_method import Record, backtest
 from zootriage.core.backtest.on_runs import RunOutcome, analyse
 from zootriage.core.evidence import RuleEvidence, evidence_for, load_evidence
@@ -89,7 +93,10 @@ def backtest_with_records(session: Session, body: BacktestRequest) -> BacktestAn
         names = body.markers or sorted({name for r in records for name in r.markers})
         recipes = {str(run_id): _recipe(item, body.recipe_tag) for run_id, item in found.items()}
         runs = [RunOutcome(r.model, r.architecture, recipes[r.model], r.outcome, r.markers) for r in records]
-        result = analyse(runs, names, n_boot=body.n_boot, n_perm=body.n_perm, seed=body.seed)
+        if body.method == "confirmatory":
+            result = on_runs3.analyse(runs, names, n_boot=body.n_boot)
+        else:
+            result = analyse(runs, names, n_boot=body.n_boot, n_perm=body.n_perm, seed=body.seed)
     except ValueError as exc:
         raise ServiceError(422, "invalid_backtest", str(exc)) from None
     architectures: dict[str, int] = {}

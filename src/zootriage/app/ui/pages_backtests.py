@@ -3,10 +3,12 @@
 
 The form's CSV (``run_id,outcome`` per line, an optional header) becomes the body of
 ``POST /v1/backtests`` and goes through the same service (``app.services.backtests``), so the page and
-the API give the same numbers and refuse the same inputs with the same ``{code, message}``: the
-pre-registered study's method (``core.backtest.on_runs``), runs grouped into recipes by the recipe tag.
-The chosen marker is drawn against the outcome, one linked point per run, with ρ̄ and its
-recipe-bootstrap 95 % interval in the title.
+the API give the same numbers and refuse the same inputs with the same ``{code, message}``, runs
+grouped into recipes by the recipe tag. The method is the API's default, study 3's confirmatory one
+(``core.backtest.on_runs3``: each rule's correct / wrong / undecided picks, accuracy with its interval,
+d_a and the exact sign-flip p against ID accuracy), or study 2's "preregistered" on request; the page
+says which ran. The chosen marker is drawn against the outcome, one linked point per run, with its
+rule's accuracy and interval (confirmatory) or ρ̄ and its interval (preregistered) in the title.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ OUTCOMES_MAX_CHARS = MAX_RUNS * 64
 DEFAULT_MARKER = "dimension"
 DEFAULT_BOOT = "2000"
 DEFAULT_RECIPE_TAG = "recipe"
+METHODS = ("confirmatory", "preregistered")
 
 
 class FieldError(ServiceError):
@@ -92,25 +95,41 @@ def _request(form: dict[str, str]) -> BacktestRequest:
                 "outcomes": outcomes,
                 "n_boot": form.get("n_boot") or DEFAULT_BOOT,
                 "recipe_tag": form.get("recipe_tag") or DEFAULT_RECIPE_TAG,
+                "method": form.get("method") or METHODS[0],
             }
         )
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err.get("loc", ())]
-        field = loc[0] if loc and loc[0] in ("n_boot", "recipe_tag") else "outcomes"
+        field = loc[0] if loc and loc[0] in ("n_boot", "recipe_tag", "method") else "outcomes"
         message = f"{'.'.join(loc)}: {err.get('msg', 'invalid')}"
         raise FieldError(field, 422, "invalid_request", message) from None
 
 
-def _scatter(answer: BacktestAnswer, marker: str) -> tuple[str, int, str]:
-    """The marker against the outcome, one point per run, and the title naming ρ̄ with its interval."""
-    found = (answer.result.rules or {})[marker].correlation
+def _title(answer: BacktestAnswer, marker: str) -> str:
+    """The scatter's title: the marker's rule accuracy with its interval (confirmatory), or ρ̄ with its
+    interval (preregistered)."""
+    result = answer.result
+    if result.method == "confirmatory":
+        rule = (result.confirmatory_rules or {}).get(marker)
+        if rule is None:
+            return f"{marker}: no pick rule (no preferred direction)"
+        if rule.accuracy is None or rule.ci95 is None:
+            return f"{marker}: accuracy undefined ({rule.pairs} eligible pairs)"
+        low, high = rule.ci95
+        interval = f"[95% CI {low:.2f}, {high:.2f}]"
+        return f"{marker}: accuracy {rule.accuracy:.2f} {interval}, {rule.pairs} eligible pairs"
+    found = (result.rules or {})[marker].correlation
     assert found is not None  # every one-marker rule has its correlation
     if found.rho_bar is not None and found.rho_bar_ci is not None:
         low, high = found.rho_bar_ci
-        title = f"{marker}: ρ̄ = {found.rho_bar:.2f} [95% CI {low:.2f}, {high:.2f}], {found.recipes} recipes"
-    else:
-        title = f"{marker}: ρ̄ undefined ({found.recipes} recipes)"
+        return f"{marker}: ρ̄ = {found.rho_bar:.2f} [95% CI {low:.2f}, {high:.2f}], {found.recipes} recipes"
+    return f"{marker}: ρ̄ undefined ({found.recipes} recipes)"
+
+
+def _scatter(answer: BacktestAnswer, marker: str) -> tuple[str, int, str]:
+    """The marker against the outcome, one point per run, and its title (:func:`_title`)."""
+    title = _title(answer, marker)
 
     def value(number: float | None) -> Estimate | None:
         return None if number is None else Estimate(number, None, float("inf"))
@@ -137,7 +156,7 @@ def _context(form: dict[str, str], **more: Any) -> dict[str, Any]:
     names = [spec.name for spec in list_markers()]
     return {"form": form, "names": names, "errors": {}, "result": None, "max_runs": MAX_RUNS,
             "max_chars": OUTCOMES_MAX_CHARS, "default_marker": DEFAULT_MARKER,
-            "default_recipe_tag": DEFAULT_RECIPE_TAG, **more}
+            "default_recipe_tag": DEFAULT_RECIPE_TAG, "methods": METHODS, **more}
 
 
 @router.post("/backtests", response_class=HTMLResponse)
@@ -151,8 +170,8 @@ async def backtest_page(request: Request, session: SessionDep) -> HTMLResponse:
         if marker not in {spec.name for spec in list_markers()}:
             raise FieldError("marker", 422, "unknown_marker", f"{marker[:64]!r} is not a marker")
         answer = backtest_service.backtest_with_records(session, _request(form))
-        if marker not in (answer.result.rules or {}):
-            carried = sorted(name for name in answer.result.rules or {} if name != "geometry")
+        carried = sorted({name for r in answer.records for name in r.markers})
+        if marker not in carried:
             message = f"no run carries {marker!r}; they carry {carried}"
             raise FieldError("marker", 422, "unknown_marker", message)
     except FieldError as exc:

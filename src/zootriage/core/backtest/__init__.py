@@ -18,6 +18,7 @@ Study 2 (docs/study/PLAN.md): ``recipes``, ``analysis``, ``decision``, ``evidenc
 Study 3 (docs/study/PLAN-3.md): ``study3_models``, ``study3_recipes``, ``study3_run``,
 ``study3_analysis``, ``study3_decision`` (the plan's rule is ``core.defaults.plan3_decision``),
 ``study3_report``; its frozen rule ``freeze_rule``.
-The method on a user's zoo: ``on_runs`` (``POST /v1/backtests``, ``zootriage backtest``; ``csv_runs``
-reads a CSV); the first study's per-model method, kept for ``method="first-study"``: ``first_method``.
+The methods on a user's zoo: study 3's ``on_runs3`` (the default of ``POST /v1/backtests``), study 2's
+``on_runs`` (``method="preregistered"``, ``zootriage backtest``; ``csv_runs`` reads a CSV); the first
+study's per-model method, kept for ``method="first-study"``: ``first_method``.
 """

@@ -121,20 +121,7 @@ def analyse(
     raw, oriented = recipe_table(runs, names, False), recipe_table(runs, names, True)
     _check_size(raw, n_boot, n_perm)
     with_baseline = any(row.means.get(ID_ACCURACY) is not None for row in oriented)
-    unlabelled = sum(r.recipe is None for r in runs)
-    seeds: dict[tuple[str, str], int] = defaultdict(int)
-    for r in runs:
-        if r.recipe is not None:
-            seeds[(r.architecture, r.recipe)] += 1
-    single = sum(1 for n in seeds.values() if n < MIN_SEEDS)
-    notes = [f"method: {METHOD_TEXT}"]
-    if unlabelled:
-        notes.append(
-            f"{unlabelled} run(s) have no recipe label and are left out: tag the seeds of one recipe "
-            "with the same value of the recipe tag"
-        )
-    if single:
-        notes.append(f"{single} recipe(s) have fewer than {MIN_SEEDS} runs (seeds) and are left out (rule 3)")
+    notes = [f"method: {METHOD_TEXT}", *left_out_notes(runs)]
     if not with_baseline:
         notes.append("no run carries id_accuracy: no Δ against the ID-accuracy rule")
     rules: dict[str, Any] = {}
@@ -165,6 +152,26 @@ def analyse(
         "rules": rules,
         "notes": notes,
     }
+
+
+def left_out_notes(runs: Sequence[RunOutcome]) -> list[str]:
+    """What ``recipe_table`` leaves out, as notes: runs without a recipe label, and recipes with fewer
+    than ``MIN_SEEDS`` runs (no seed noise, so no pair of them could be called beyond it)."""
+    unlabelled = sum(r.recipe is None for r in runs)
+    seeds: dict[tuple[str, str], int] = defaultdict(int)
+    for r in runs:
+        if r.recipe is not None:
+            seeds[(r.architecture, r.recipe)] += 1
+    single = sum(1 for n in seeds.values() if n < MIN_SEEDS)
+    notes = []
+    if unlabelled:
+        notes.append(
+            f"{unlabelled} run(s) have no recipe label and are left out: tag the seeds of one recipe "
+            "with the same value of the recipe tag"
+        )
+    if single:
+        notes.append(f"{single} recipe(s) have fewer than {MIN_SEEDS} runs (seeds) and are left out (rule 3)")
+    return notes
 
 
 def _check_size(rows: Sequence[RecipeRow], n_boot: int, n_perm: int) -> None:
