@@ -23,7 +23,7 @@ from zootriage.core.evidence import (
 
 RESULTS = Path(__file__).parents[2] / "docs" / "study" / "2026-12-02" / "results.json"
 # the results the shipped core/evidence.json is rebuilt from (the newest analysed study)
-SHIPPED_FROM = RESULTS
+SHIPPED_FROM = Path(__file__).parents[2] / "docs" / "study" / "2026-12-04-confirmatory" / "results.json"
 
 
 def test_the_shipped_file_is_the_newest_study_rebuilt() -> None:
