@@ -3,12 +3,11 @@ before scoring anything (no traceback)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.scripts import run_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_calibration.py"
 
@@ -22,15 +21,9 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_calibration.
         (["--rule", "dimension max 1"], "does not parse"),
     ],
 )
-def test_bad_arguments_are_usage_errors(args: list[str], message: str) -> None:
-    root = SCRIPT.parents[1]
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(root / "src"), str(root)))},
-    )
-    assert out.returncode == 2, out.stderr
-    assert message in out.stderr and "Traceback" not in out.stderr
+def test_bad_arguments_are_usage_errors(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run_script(SCRIPT, args, capsys)
+    assert code == 2, err
+    assert message in err
