@@ -137,24 +137,6 @@ def tallies(pairs: Sequence[Pair], rule: str) -> dict[str, stats.Tally]:
     return dict(out)
 
 
-def summary(by_arch: Mapping[str, stats.Tally], n_boot: int) -> dict[str, Any]:
-    """The pooled tally, accuracy (None without pairs) and its architecture-cluster bootstrap interval."""
-    total = stats.Tally(
-        sum(t.correct for t in by_arch.values()),
-        sum(t.wrong for t in by_arch.values()),
-        sum(t.undecided for t in by_arch.values()),
-    )
-    interval = stats.cluster_bootstrap({a: (t.correct, t.pairs) for a, t in by_arch.items()}, n_boot, seed=0)
-    return {
-        "correct": total.correct,
-        "wrong": total.wrong,
-        "undecided": total.undecided,
-        "pairs": total.pairs,
-        "accuracy": total.accuracy(),
-        "ci95": list(interval) if interval is not None else None,
-    }
-
-
 def versus_id_accuracy(
     rule: Mapping[str, stats.Tally], baseline: Mapping[str, stats.Tally]
 ) -> dict[str, Any]:
@@ -203,7 +185,7 @@ def analyse(runs: Sequence[RunOutcome], markers: Sequence[str], *, n_boot: int) 
         out_rules[r.name] = {
             "markers": list(r.markers),
             "higher_is_better": r.higher_is_better,
-            **summary(by_rule[r.name], n_boot),
+            **stats.tally_summary(by_rule[r.name], n_boot),
             "vs_id_accuracy": versus_id_accuracy(by_rule[r.name], by_rule[ID_ACCURACY]) if compare else None,
         }
     return {

@@ -355,6 +355,22 @@ class Tally:
         return self.correct / self.pairs if self.pairs else None
 
 
+def tally_summary(by_arch: Mapping[str, Tally], n_boot: int) -> dict[str, Any]:
+    """A rule's pooled correct / wrong / undecided picks over the architectures' tallies, its accuracy
+    (None without pairs) and the architecture-cluster bootstrap 95 % interval (:func:`cluster_bootstrap`,
+    seed 0, as the plan fixes it)."""
+    total = Tally(*(sum(getattr(x, f) for x in by_arch.values()) for f in ("correct", "wrong", "undecided")))
+    interval = cluster_bootstrap({a: (x.correct, x.pairs) for a, x in by_arch.items()}, n_boot)
+    return {
+        "correct": total.correct,
+        "wrong": total.wrong,
+        "undecided": total.undecided,
+        "pairs": total.pairs,
+        "accuracy": total.accuracy(),
+        "ci95": None if interval is None else list(interval),  # as JSON has it
+    }
+
+
 def differences(rule: Mapping[str, Tally], baseline: Mapping[str, Tally]) -> dict[str, float]:
     """d_a per architecture with at least one eligible pair (the two tallies share the pairs)."""
     out = {}

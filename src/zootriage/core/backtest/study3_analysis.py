@@ -41,6 +41,7 @@ from zootriage.core.backtest.stats import (
     pick,
     primary_test,
     rho_by_group,
+    tally_summary,
 )
 from zootriage.core.backtest.study3_recipes import V1, V2, factors
 from zootriage.core.backtest.tables import ID_ACCURACY, Model, is_degenerate, kept, recipe_rows
@@ -213,18 +214,6 @@ def tallies(
     return dict(out)
 
 
-def _summary(t: Mapping[str, Tally], n_boot: int) -> dict[str, Any]:
-    total = Tally(*(sum(getattr(x, f) for x in t.values()) for f in ("correct", "wrong", "undecided")))
-    return {
-        "correct": total.correct,
-        "wrong": total.wrong,
-        "undecided": total.undecided,
-        "pairs": total.pairs,
-        "accuracy": total.accuracy(),
-        "ci95": cluster_bootstrap({a: (x.correct, x.pairs) for a, x in t.items()}, n_boot),
-    }
-
-
 def _delta(rule: Mapping[str, Tally], base: Mapping[str, Tally], n_boot: int) -> dict[str, Any]:
     counts = {a: (rule[a].correct - base[a].correct, rule[a].pairs) for a in rule}
     n = sum(c[1] for c in counts.values())
@@ -317,7 +306,7 @@ def by_family(pairs: Sequence[Mapping[str, Any]], rules: Sequence[str], n_boot: 
     for rule in rules:
         t = tallies(pairs, rule, APPLIES.get(rule, "all"), None)
         out[rule] = {
-            family: _summary({a: x for a, x in t.items() if a in members}, n_boot)
+            family: tally_summary({a: x for a, x in t.items() if a in members}, n_boot)
             for family, members in FAMILIES.items()
         }
     return out
@@ -402,7 +391,7 @@ def analyze3(
     rules = sorted({r for p in pairs for r in p["picks"]})
     accuracy = {
         rule: {
-            scope: _summary(
+            scope: tally_summary(
                 tallies(pairs, rule, APPLIES.get(rule, "all"), None if scope == "pooled" else scope),
                 stats.n_boot,
             )
@@ -432,7 +421,7 @@ def analyze3(
         "tests": tests,
         "frozen_rule": frozen_calibration(pairs, stats.n_boot),
         "tied_pairs": {
-            rule: _summary(tallies(pairs, rule, "tied_parts", None), stats.n_boot) for rule in rules
+            rule: tally_summary(tallies(pairs, rule, "tied_parts", None), stats.n_boot) for rule in rules
         },
         "families": by_family(pairs, rules, stats.n_boot),
         "spearman": spearman_by_task(_admitted_only(rows, admission), tasks),
