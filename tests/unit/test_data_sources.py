@@ -46,6 +46,30 @@ def image_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def test_builtin_digits_are_scikit_learns_without_importing_it() -> None:
+    """``builtin:digits`` reads the file ``load_digits`` reads (every warm child opens it, and
+    importing ``sklearn.datasets`` cost seconds of each start): same images, scaled 0..16 → 0..255,
+    same labels, and the loading leaves ``sklearn.datasets`` unimported."""
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_digits
+
+    digits = open_dataset(parse_dataset_ref("builtin:digits"))
+    reference = load_digits()
+    expected = np.clip(np.rint(reference.images * (255 / 16)), 0, 255).astype(np.uint8)
+    assert np.array_equal(np.stack([digits.loader(i) for i in range(len(digits))]), expected)
+    assert np.array_equal(digits.labels, reference.target)
+    probe = (
+        "import sys; from zootriage.core.data.open import open_dataset;"
+        "from zootriage.core.data.refs import parse_dataset_ref;"
+        "assert len(open_dataset(parse_dataset_ref('builtin:digits'))) == 1797;"
+        "print('sklearn.datasets' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_builtin_sets() -> None:
     mnist = open_dataset(parse_dataset_ref("builtin:mnist"), "train")
     assert len(mnist) == 50_000 and mnist.label_space == "digits"

@@ -141,6 +141,7 @@ class WarmPool:
             child.close()
             return
         self._ready.put(child)
+        log.info("warm child ready (%d waiting for a job)", self._ready.qsize())
 
     def __enter__(self) -> WarmPool:
         return self

@@ -16,6 +16,7 @@ from zootriage.app.queue import celery_config
 from zootriage.app.settings import get_settings
 from zootriage.core.isolation import isolation
 from zootriage.worker.gpus import prepare_pool_child, process_count
+from zootriage.worker.warm import start_early
 
 settings = get_settings()
 celery_app = Celery("zootriage", include=["zootriage.worker.tasks"])
@@ -31,4 +32,7 @@ def _log_isolation(**_: Any) -> None:
 
 @worker_process_init.connect
 def _prepare_child(**_: Any) -> None:
+    """Pin the pool process's device and threads, then start its warm extraction children (when it
+    takes extraction jobs), so that they import torch while the worker waits for its first job."""
     prepare_pool_child(settings)
+    start_early(settings, celery_app.amqp.queues.consume_from)
