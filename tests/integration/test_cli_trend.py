@@ -5,24 +5,23 @@ statuses for CI, and a refusal as one line with exit 2."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
 from tests.integration.cli import console_width, no_traceback
-from tests.integration.stack import Stack, start_stack
+from tests.integration.stack import Stack
 from tests.integration.trend_runs import trend_run
 from zootriage.app.cli import app as cli
-from zootriage.app.settings import Settings
 
 
-@pytest.fixture(scope="module")
-def api_only(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = start_stack(settings, tmp_path_factory.mktemp("logs"), worker=False)
-    yield running
-    running.stop()
+@pytest.fixture
+def api_only(api_only_stack: Stack) -> Stack:
+    """The session's API without a worker (conftest ``api_only_stack``): these tests store their runs
+    in the database themselves and queue no job, so an API of their own (an import of torch) adds
+    nothing."""
+    return api_only_stack
 
 
 def trend(stack: Stack, *args: str) -> Result:

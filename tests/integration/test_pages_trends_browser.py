@@ -5,25 +5,24 @@ around the points that carry a noise estimate and none around those that do not,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
 
 from tests.integration.browser import chromium, watched_page
-from tests.integration.stack import Stack, start_stack
+from tests.integration.stack import Stack
 from tests.integration.trend_runs import trend_run
-from zootriage.app.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
-@pytest.fixture(scope="module")
-def api_only(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = start_stack(settings, tmp_path_factory.mktemp("logs"), worker=False)
-    yield running
-    running.stop()
+@pytest.fixture
+def api_only(api_only_stack: Stack) -> Stack:
+    """The session's API without a worker (conftest ``api_only_stack``): these tests store their runs
+    in the database themselves and queue no job, so an API of their own (an import of torch) adds
+    nothing."""
+    return api_only_stack
 
 
 def _hrefs(page: Page, marker: str) -> list[str]:
