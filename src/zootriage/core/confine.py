@@ -20,7 +20,11 @@ import sys
 from typing import IO, Any
 
 ENV = "ZOOTRIAGE_CONFINE"
+OPTION_PREFIX = "ZOOTRIAGE_CHILD_"  # the child's own options in its environment (isolation.Child)
 GPU_ENV = "ZOOTRIAGE_CHILD_GPU"  # "1" in a child started for GPU work: its warm-up sets CUDA up too
+# "1" in a child started for a job that already waits (no warm pool): it warms up only what every job
+# needs, and opens the job's dataset and modules when the job asks (core.extraction_child.warm_up)
+JOB_WAITING_ENV = "ZOOTRIAGE_CHILD_JOB_WAITING"
 _channel: IO[str] | None = None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from zootriage.core.confine import JOB_WAITING_ENV
 from zootriage.core.data.archives import ArchiveLimits
 from zootriage.core.data.refs import AnyDatasetRef, Sampling
 from zootriage.core.errors import CancelCheck
@@ -38,10 +39,15 @@ class Sampled:
 
 
 def new_child(
-    limits: ChildLimits | None = None, gpu: bool = False, roots: tuple[str, ...] = ()
+    limits: ChildLimits | None = None, gpu: bool = False, roots: tuple[str, ...] = (), *,
+    job_waiting: bool = False,
 ) -> Child:
-    """A cold child for one extraction (a worker takes warm ones from :mod:`core.warm_pool`)."""
-    return Child(MODULE, limits=limits, gpu=gpu, readable=roots)
+    """A child for one extraction: started ahead of its job (a warm pool's, :mod:`core.warm_pool`),
+    it warms up everything a job may need; with ``job_waiting`` (started for a job that waits for it:
+    ``zootriage score``, a worker without a pool) only what every job needs, since the rest would
+    delay that job (``core.extraction_child.warm_up``)."""
+    options = {JOB_WAITING_ENV: "1"} if job_waiting else None
+    return Child(MODULE, limits=limits, gpu=gpu, readable=roots, options=options)
 
 
 def sample_in(

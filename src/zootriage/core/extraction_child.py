@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Any
 
-from zootriage.core.confine import GPU_ENV, emit, receive
+from zootriage.core.confine import GPU_ENV, JOB_WAITING_ENV, emit, receive
 from zootriage.core.errors import ZooError
 
 OUTPUT = "extraction.safetensors"
@@ -47,7 +47,12 @@ def warm_up() -> list[str]:
     the package datasets decoded (MNIST's pickle alone takes a second; the decoded arrays are tens of
     MB), and one small convolution and product, so the first batch does not pay for the kernels'
     set-up; in a child started for GPU work (``GPU_ENV``) also on the GPU, which creates the CUDA
-    context. Returns the devices warmed."""
+    context. Returns the devices warmed.
+
+    A child started for a job that already waits (``JOB_WAITING_ENV``) does the imports alone: the
+    rest is for any job, and this one opens its own dataset and modules when it asks (decoding every
+    builtin set and importing the export modules took about 2 s of such a child's start on the 2-core
+    build machine, before its job could begin). It warms no device."""
     import safetensors.numpy  # noqa: F401
     import torch
     import torchvision  # noqa: F401
@@ -55,6 +60,9 @@ def warm_up() -> list[str]:
     import zootriage.core.features
     import zootriage.core.zoo.loader  # noqa: F401
     from zootriage.core.data.builtin import BUILTIN, open_builtin
+
+    if os.environ.get(JOB_WAITING_ENV) == "1":
+        return []
 
     for name in BUILTIN:
         try:

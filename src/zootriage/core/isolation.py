@@ -40,13 +40,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from zootriage.core import leftovers, memory_limit, sandbox
-from zootriage.core.confine import ENV, GPU_ENV
+from zootriage.core.confine import ENV, GPU_ENV, OPTION_PREFIX
 from zootriage.core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
 
 log = logging.getLogger(__name__)
@@ -138,8 +138,13 @@ class Child:
 
     def __init__(
         self, module: str, *, limits: ChildLimits | None = None, gpu: bool = False,
-        readable: Sequence[str | Path] = (),
+        readable: Sequence[str | Path] = (), options: Mapping[str, str] | None = None,
     ) -> None:
+        """``options``: variables for ``module`` itself, set in the child's environment; their names
+        start with ``ZOOTRIAGE_CHILD_`` so that none can replace what the confinement sets."""
+        if any(not name.startswith(OPTION_PREFIX) for name in options or {}):
+            raise ValueError(f"a child's options are named {OPTION_PREFIX}*, got {sorted(options or {})}")
+        self.options = dict(options or {})
         self.after_close: list[Callable[[], None]] = []  # run once by close() (a warm pool's refill)
         self.bounds = limits or ChildLimits()
         self.mode = isolation()
@@ -160,7 +165,7 @@ class Child:
         owner = _owner(self.mode)
         if owner is not None:
             os.chown(self.folder, *owner)
-        env = _environment(self.folder, self.bounds, self.gpu, self.memory, module)
+        env = {**_environment(self.folder, self.bounds, self.gpu, self.memory, module), **self.options}
         prefix: list[str] = list(self.mode.command)
         fds: list[int] = []
         if self.mode.sandboxed:

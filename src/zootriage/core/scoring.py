@@ -194,7 +194,7 @@ def _extract(
     (``core.isolation``), for every kind of reference: one path, whether the weights are a user's
     upload or a library's download. The child samples first and says what the feature cache's key
     needs; a cached extraction then loads no model. ``child`` gives a started child (a worker's warm
-    pool); by default a cold one is started.
+    pool); by default a cold one is started, which warms up only what every job needs.
 
     The extraction is yielded with the child already killed (its last message read) but not yet
     reaped: its teardown (an interpreter with torch's memory to free, its folder, its cgroup) overlaps
@@ -205,7 +205,8 @@ def _extract(
     report = progress or _ignore
     roots = tuple(str(Path(root).resolve()) for root in data_roots)
     start = time.perf_counter()
-    with (child or partial(new_child, child_limits, dev.type == "cuda", roots))() as sandboxed:
+    cold = partial(new_child, child_limits, dev.type == "cuda", roots, job_waiting=True)
+    with (child or cold)() as sandboxed:
         # first: a bad dataset fails before any weights are read
         with _timed(timings, "sample", report):
             sampled = sample_in(sandboxed, dataset, sampling, roots, limits, report, cancel)
