@@ -1,11 +1,14 @@
-"""Running a script of the repository (a benchmark) in the test's own process, as ``python SCRIPT ARGS``
-would: its ``__main__`` block with ``sys.argv`` set, its exit status and what it wrote to stderr. A
-subprocess would import torch again for each case (4 s each); argument checks need none of that."""
+"""Running a script of the repository (a benchmark) or the console script in the test's own process, as
+``python SCRIPT ARGS`` or ``zootriage ARGS`` would: its ``__main__`` block (or ``main()``) with
+``sys.argv`` set, its exit status and what it wrote to stderr. A subprocess would import torch again
+for each case (4 s each), and a command whose work runs in its own sandboxed children (``score``) needs
+no second interpreter around them either."""
 
 from __future__ import annotations
 
 import runpy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,10 +17,19 @@ import pytest
 def run_script(path: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """The exit status (0 when it returned) and stderr of ``path`` run with ``args``; any exception
     other than ``SystemExit`` propagates, so a traceback fails the test."""
+    return run_main(lambda: runpy.run_path(str(path), run_name="__main__"), [str(path), *args], capsys)
+
+
+def run_main(
+    main: Callable[[], object], argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """The exit status (0 when it returned) and stderr of ``main()`` called with ``sys.argv`` set to
+    ``argv`` (the program's name first), as a console script is; any exception other than
+    ``SystemExit`` propagates, so a traceback fails the test."""
     saved = sys.argv
-    sys.argv = [str(path), *args]
+    sys.argv = argv
     try:
-        runpy.run_path(str(path), run_name="__main__")
+        main()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

@@ -3,19 +3,26 @@
 A gate uploads a local checkpoint, waits for scoring, and exits 0 when it passes, 1 when it fails
 (naming the failing rule), 3 when it is inconclusive (within the noise, or no noise estimate), 2 on a
 usage or service error, with a message and never a traceback. The commands run in this process
-(Typer's runner: the same code as the console script, without a torch import per call); each test
-starts from empty tables and makes the runs it asserts on.
+(Typer's runner: the same code as the console script, without a torch import per call).
+
+The module starts from empty tables and keeps them (``module_tables``): each test makes the runs it
+asserts on under a protocol of its own (``scoring``), so its jobs are new and its commands must wait for
+them, but every run of a checkpoint here is of one sample, which the worker extracts once for the module
+(a job on a model, data and sample already extracted starts at the marker stage: seconds, where an
+extraction starts a sandboxed child that imports torch and loads the program).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.integration.cli import SCORING, no_traceback, zootriage
+from tests.integration.databases import wipe_tables
 from tests.integration.models import place_torchvision_weights
 from tests.integration.stack import TriageStack
 from zootriage.core.defaults import product_default
@@ -23,10 +30,33 @@ from zootriage.core.evidence import load_evidence, rule_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("wide_consoles")]  # real jobs through the stack
 
-@pytest.fixture
-def checkpoints(digit_programs: dict[str, Path], clean_db: str) -> tuple[str, str]:
-    """The adversarially and the normally trained LeNet5 as local files, on empty tables."""
+@pytest.fixture(scope="module")
+def module_tables(database_url: str) -> Iterator[str]:
+    """Empty tables for the module, emptied again after it; not between its tests (``clean_db``), which
+    would throw away the extraction records that let a later test's jobs skip the extraction."""
+    wipe_tables(database_url)
+    yield database_url
+    wipe_tables(database_url)
+
+
+@pytest.fixture(scope="module")
+def checkpoints(digit_programs: dict[str, Path], module_tables: str) -> tuple[str, str]:
+    """The adversarially and the normally trained LeNet5 as local files."""
     return f"ckpt:{digit_programs['advtrained']}", f"ckpt:{digit_programs['clntrained']}"
+
+
+def scoring(n_t: int) -> list[str]:
+    """``SCORING`` with ``n_t`` GLUE draws: a protocol no other test here uses, so the test's runs are
+    its own (new jobs, whichever tests ran before it), on the module's one sample per checkpoint."""
+    at = SCORING.index("--n-t") + 1
+    return [*SCORING[:at], str(n_t), *SCORING[at + 1 :]]
+
+
+def run_of(status: str) -> str:
+    """The run id a ``zootriage status`` line gives a succeeded job."""
+    found = re.search(r"succeeded, run (\S+)", status)
+    assert found is not None, status
+    return found.group(1)
 
 
 def test_gate_passes_and_fails_with_exit_codes(
@@ -105,7 +135,7 @@ def test_gate_usage_errors_exit_2(
     no_traceback(result)
 
 
-def test_service_errors_exit_2(triage_stack: TriageStack, clean_db: str) -> None:
+def test_service_errors_exit_2(triage_stack: TriageStack, module_tables: str) -> None:
     unreachable = zootriage(triage_stack, "history", url="http://127.0.0.1:9")
     assert unreachable.exit_code == 2 and "cannot reach the service" in unreachable.stderr
     unknown = zootriage(triage_stack, "recommend", "no_such_net", "--dataset", "builtin:mnist")
@@ -120,15 +150,18 @@ def test_submit_status_and_history(
     triage_stack: TriageStack,
     checkpoints: tuple[str, str],
 ) -> None:
-    first = zootriage(triage_stack, "submit", checkpoints[0], *SCORING)
+    history = ["history", "--json", "--limit", "100"]
+    before = {run["id"] for run in json.loads(zootriage(triage_stack, *history).stdout)["items"]}
+    own = scoring(51)
+    first = zootriage(triage_stack, "submit", checkpoints[0], *own)
     assert first.exit_code == 0 and "queued: job" in first.stdout, first.stderr
     first_job = first.stdout.split("queued: job")[1].split()[0]
-    assert "succeeded, run" in zootriage(triage_stack, "status", first_job).stdout
-    again = zootriage(triage_stack, "submit", checkpoints[0], *SCORING)
+    first_run = run_of(zootriage(triage_stack, "status", first_job).stdout)
+    again = zootriage(triage_stack, "submit", checkpoints[0], *own)
     assert again.exit_code == 0, again.stderr
-    assert "already computed: run" in again.stdout
+    assert f"already computed: run {first_run}" in again.stdout
     named = ["--name", "adv lenet", "--tag", "team=robust", "--tag", "stage=cli"]
-    queued = zootriage(triage_stack, "submit", checkpoints[0], *SCORING[:-1], "11", *named)
+    queued = zootriage(triage_stack, "submit", checkpoints[0], *own[:-1], "11", *named)
     assert queued.exit_code == 0 and "queued: job" in queued.stdout, queued.stderr
     job_id = queued.stdout.split("queued: job")[1].split()[0]
     status = zootriage(triage_stack, "status", job_id)
@@ -142,8 +175,11 @@ def test_submit_status_and_history(
     assert bad_tag.exit_code == 2 and "not key=value" in bad_tag.stderr
     no_traceback(bad_tag)
 
-    as_json = json.loads(zootriage(triage_stack, "history", "--json", "--limit", "100").stdout)
-    assert len(as_json["items"]) == 2
+    as_json = json.loads(zootriage(triage_stack, *history).stdout)
+    listed = [run["id"] for run in as_json["items"]]
+    # Every run once, and new since the test began exactly its two (the second submit made none): what
+    # "two runs" said when each test started from empty tables.
+    assert len(listed) == len(set(listed)) and set(listed) - before == {first_run, run_of(status.stdout)}
     as_csv = zootriage(triage_stack, "history", "--csv").stdout.splitlines()
     assert as_csv[0].startswith("id,created_at") and len(as_csv) == len(as_json["items"]) + 1
     table = zootriage(triage_stack, "history", "--sort", "dimension")
@@ -154,12 +190,12 @@ def test_rank_and_recommend_wait_for_their_jobs(
     triage_stack: TriageStack,
     checkpoints: tuple[str, str],
 ) -> None:
-    ranked = zootriage(triage_stack, "rank", *checkpoints, *SCORING, "--json")
+    ranked = zootriage(triage_stack, "rank", *checkpoints, *scoring(52), "--json")
     assert ranked.exit_code == 0, ranked.stderr
     entries = json.loads(ranked.stdout)["entries"]
     assert len(entries) == 2 and all(entry["rank"] is not None for entry in entries)
     assert {entry["label"] for entry in entries} == {"lenet5_advtrained.pt2", "lenet5_clntrained.pt2"}
-    table = zootriage(triage_stack, "rank", *checkpoints, *SCORING)
+    table = zootriage(triage_stack, "rank", *checkpoints, *scoring(52))
     assert table.exit_code == 0 and "lenet5_clntrained.pt2" in table.stdout
     assert not re.search(r"[0-9a-f]{64}", table.stdout)
 

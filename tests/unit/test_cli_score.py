@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from zootriage.app.cli import app
+from tests.scripts import run_main
+from zootriage.app.cli import app, main
 
 runner = CliRunner()
 
@@ -45,22 +47,23 @@ def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path) -> None:
         assert code in result.output and "Traceback" not in result.output
 
 
-def test_an_uncached_timm_model_fails_without_asking_the_hub(tmp_path: Path) -> None:
+def test_an_uncached_timm_model_fails_without_asking_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without ``--download`` the hub is never asked (the weights are looked up in an empty cache), so
-    the error says downloads are off rather than that a download failed after the hub's retries."""
-    import os
-    import subprocess
-    import sys
+    the error says downloads are off rather than that a download failed after the hub's retries.
 
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "TORCH_HOME": str(tmp_path / "torch")}
-    env.pop("HF_HUB_OFFLINE", None)
-    command = [
-        sys.executable, "-c", "from zootriage.app.cli import main; main()",
-        "score", "--model", "timm:resnet18.a1_in1k",
+    The console script runs in this process: the weights are looked up only in the sandboxed child, a
+    fresh interpreter whose environment is copied from this one's when it starts, so it sees the empty
+    caches and only the ``HF_HUB_OFFLINE`` that the command itself set, as under a fresh ``zootriage``."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # conftest's; the command must set its own
+    code, stderr = run_main(main, [
+        "zootriage", "score", "--model", "timm:resnet18.a1_in1k",
         "--dataset", "builtin:digits", "--classes", "2", "--per-class", "5",
-    ]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
-    said = " ".join(result.stderr.split())  # as one line, whatever the terminal's width wrapped
-    assert result.returncode == 2, result.stderr
+    ], capsys)
+    said = " ".join(stderr.split())  # as one line, whatever the terminal's width wrapped
+    assert code == 2, stderr
     assert "weights_not_available" in said and "Traceback" not in said
     assert "downloads are off (HF_HUB_OFFLINE)" in said and "--download fetches" in said

@@ -14,12 +14,19 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "studies" / "tiny-confirmatory.toml"
 
 
-def _one_arch(tmp_path: Path) -> Path:
+def _one_arch(tmp_path: Path, *more: tuple[str, str]) -> Path:
+    """The tiny grid on one architecture with one draw of the few-shot probe (a probe fit per draw is
+    most of a tiny model's cost; one draw goes through the same code), and any ``more`` changes."""
     text = TINY.read_text()
-    old = 'archs = ["mlp-bn", "mixer-p7-d128-l2"]'
-    assert old in text
+    for old, new in (
+        ('archs = ["mlp-bn", "mixer-p7-d128-l2"]', 'archs = ["mlp-bn"]'),
+        ("draws = 2", "draws = 1"),
+        *more,
+    ):
+        assert old in text
+        text = text.replace(old, new)
     path = tmp_path / "one.toml"
-    path.write_text(text.replace(old, 'archs = ["mlp-bn"]'))
+    path.write_text(text)
     return path
 
 
@@ -45,16 +52,18 @@ def test_time_only_prints_the_projection(tmp_path: Path) -> None:
 
 
 def test_shards_then_the_report(tmp_path: Path) -> None:
-    config, state, report = _one_arch(tmp_path), tmp_path / "state", tmp_path / "report"
+    """One seed: 2 tasks × 9 recipes = 18 models, each shard with models of both tasks."""
+    config = _one_arch(tmp_path, ("seeds = [0, 1]", "seeds = [0]"))
+    state, report = tmp_path / "state", tmp_path / "report"
     base = ["study3", str(config), "--out", str(state), "--device", "cpu"]
     for k in ("1/2", "2/2"):
         shard = CliRunner().invoke(app, [*base, "--shard", k])
         assert shard.exit_code == 0, shard.output
-    assert len(list((state / "models").glob("*.json"))) == 36
+    assert len(list((state / "models").glob("*.json"))) == 18
     done = CliRunner().invoke(app, [*base, "--report-dir", str(report)])
     assert done.exit_code == 0, done.output
     results = json.loads((report / "results.json").read_text())
-    assert len(results["models"]) == 36 and set(results["analysis"]["tests"]) == {"T1", "T2", "T3"}
+    assert len(results["models"]) == 18 and set(results["analysis"]["tests"]) == {"T1", "T2", "T3"}
     assert results["evidence"]["version"] == 3 and results["evidence"]["outcome"] == "probe20"
     assert set(results["secondary"]) == {"global/probe20", "none/probe", "none/fewshot_2"}
     sensitivity = results["sensitivity_accuracy_filter"]

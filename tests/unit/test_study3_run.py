@@ -5,6 +5,8 @@ timing-only cost check projects and scales the plan's budget."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +27,11 @@ PLAN_COSTS = {
 
 @pytest.fixture(scope="module")
 def tiny() -> Study3Config:
+    """One architecture, task A, and one draw of the few-shot probe (each draw is a probe fit, most of
+    a tiny model's cost; the mean over draws is the same code for one draw as for two)."""
     config = load_study3_config(STUDIES / "tiny-confirmatory.toml")
-    return config.model_copy(update={"archs": ["mlp-bn"], "tasks": [config.tasks[0]]})
+    probe = config.probe.model_copy(update={"draws": 1})
+    return config.model_copy(update={"archs": ["mlp-bn"], "tasks": [config.tasks[0]], "probe": probe})
 
 
 def _untimed(models: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -34,8 +39,13 @@ def _untimed(models: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def reference(tiny: Study3Config, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    run = run_study3(tiny, tmp_path_factory.mktemp("ref"), device="cpu", threads=1)
+def reference_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ref")
+
+
+@pytest.fixture(scope="module")
+def reference(tiny: Study3Config, reference_dir: Path) -> dict[str, Any]:
+    run = run_study3(tiny, reference_dir, device="cpu", threads=1)
     assert run is not None
     return run
 
@@ -84,11 +94,26 @@ def test_interrupted_runs_resume_to_the_same_records(
 
 
 def test_shards_gather_to_the_same_records(
-    tiny: Study3Config, reference: dict[str, Any], tmp_path: Path
+    tiny: Study3Config, reference: dict[str, Any], reference_dir: Path, tmp_path: Path
 ) -> None:
+    """Shard 2 of 2 trains its nine models as the straight run did; with the other shard's records in
+    place (the reference's: training the missing models is the resume above) gathering trains nothing
+    and gives the straight run's records."""
     assert run_study3(tiny, tmp_path, device="cpu", threads=1, shard=(2, 2)) is None
-    assert len(list((tmp_path / "models").glob("*.json"))) == 9
-    gathered = run_study3(tiny, tmp_path, device="cpu", threads=1)
+    mine = sorted((tmp_path / "models").glob("*.json"))
+    assert len(mine) == 9
+    straight = {m["name"]: m for m in _untimed(reference["models"])}
+    for path in mine:
+        (record,) = _untimed([json.loads(path.read_text())])
+        assert record == straight[record["name"]]
+    for path in (reference_dir / "models").glob("*.json"):
+        if not (tmp_path / "models" / path.name).exists():
+            shutil.copy(path, tmp_path / "models" / path.name)
+
+    def trains_nothing(name: str) -> None:
+        raise AssertionError(f"gathering trained {name}")
+
+    gathered = run_study3(tiny, tmp_path, device="cpu", threads=1, after_model=trains_nothing)
     assert gathered is not None and _untimed(gathered["models"]) == _untimed(reference["models"])
     with pytest.raises(ValueError, match="shard must be"):
         run_study3(tiny, tmp_path, device="cpu", shard=(3, 2))

@@ -3,12 +3,12 @@ replaced; a job on a warm child gives the same features as on a cold one."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,7 +21,7 @@ from zootriage.core.extraction import new_child
 from zootriage.core.extraction_child import PROGRAM_MODULES
 from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.isolation import Child
-from zootriage.core.scoring import extract_features
+from zootriage.core.scoring import Extracted, extract_features
 from zootriage.core.warm_pool import WarmPool
 from zootriage.core.zoo.refs import parse_model_ref
 
@@ -33,46 +33,65 @@ def _wait_ready(pool: WarmPool, count: int) -> None:
         time.sleep(0.1)
 
 
-def test_each_job_gets_a_fresh_started_child_that_is_closed_after_it(
-    digit_programs: dict[str, Path], tmp_path: Path
-) -> None:
+@dataclass
+class _Served:
+    """What a pool of one warm child did for two jobs, and a cold child for the first job's sample."""
+
+    pool: WarmPool  # still open, its next child waiting
+    handed: list[Child]  # what the pool's takes handed out, in order
+    warm: list[tuple[Extracted, FeatureCache]]  # one a job, in the order of SAMPLINGS
+    cold: tuple[Extracted, FeatureCache]
+
+
+SAMPLINGS = (Sampling(classes=3, per_class=6, seed=4), Sampling(classes=3, per_class=6, seed=5))
+
+
+@pytest.fixture(scope="module")
+def served(digit_programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Served]:
+    """The jobs that the tests of fresh children and of warm-equals-cold look at, run once for both:
+    each child's start is seconds of CPU (an interpreter importing torch). The cold child starts while
+    the pool starts its first one, so on two cores the two starts overlap."""
+    folder = tmp_path_factory.mktemp("served")
+    model, dataset = parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist")
     handed: list[Child] = []
+
+    def extract(
+        sampling: Sampling, name: str, child: Callable[[], Child] | None
+    ) -> tuple[Extracted, FeatureCache]:
+        cache = FeatureCache.folder(folder / name)
+        return extract_features(model, dataset, sampling, cache=cache, child=child, num_workers=0), cache
+
     with WarmPool(new_child, size=1) as pool:
-        _wait_ready(pool, 1)
 
         def take() -> Child:
-            child = pool.take()
-            handed.append(child)
-            return child
+            handed.append(pool.take())
+            return handed[-1]
 
-        results = []
-        for seed in (0, 1):
-            cache = FeatureCache.folder(tmp_path / f"cache{seed}")
-            results.append(extract_features(
-                parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
-                Sampling(classes=2, per_class=8, seed=seed), cache=cache, child=take, num_workers=0,
-            ))
-            _wait_ready(pool, 1)  # the replacement is started once the job's child is closed
-        assert len(handed) == 2 and handed[0] is not handed[1]
-        assert all(not child.alive() and not child.folder.exists() for child in handed)
-        assert results[0].dataset_fingerprint != results[1].dataset_fingerprint
-        waiting = pool._ready.queue[0]
-        assert waiting.alive() and waiting not in handed
+        with pytest.MonkeyPatch.context() as patch:
+            # the worker's thread setting (one here, not the machine's default) is what every child uses
+            patch.setattr(torch, "get_num_threads", lambda: 1)
+            cold = extract(SAMPLINGS[0], "cold", None)
+            _wait_ready(pool, 1)
+            warm: list[tuple[Extracted, FeatureCache]] = []
+            for index, sampling in enumerate(SAMPLINGS):
+                warm.append(extract(sampling, f"warm{index}", take))
+                _wait_ready(pool, 1)  # the replacement is started once the job's child is closed
+        yield _Served(pool, handed, warm, cold)
+
+
+def test_each_job_gets_a_fresh_started_child_that_is_closed_after_it(served: _Served) -> None:
+    handed, ((first, _), (second, _)) = served.handed, served.warm
+    assert len(handed) == 2 and handed[0] is not handed[1]
+    assert all(not child.alive() and not child.folder.exists() for child in handed)
+    assert first.dataset_fingerprint != second.dataset_fingerprint
+    waiting = served.pool._ready.queue[0]
+    assert waiting.alive() and waiting not in handed
+    served.pool.close()
     assert not waiting.alive() and not waiting.folder.exists()  # the pool closed what still waited
 
 
-def test_a_warm_child_extracts_what_a_cold_one_does(
-    digit_programs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    model = parse_model_ref(f"ckpt:{digit_programs['ccexam']}")
-    dataset, sampling = parse_dataset_ref("builtin:mnist"), Sampling(classes=3, per_class=6, seed=4)
-    cold_cache, warm_cache = FeatureCache.folder(tmp_path / "cold"), FeatureCache.folder(tmp_path / "warm")
-    # the worker's thread setting (one here, not the machine's default) is what both children use
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    cold = extract_features(model, dataset, sampling, cache=cold_cache, num_workers=0)
-    with WarmPool(functools.partial(new_child), size=1) as pool:
-        _wait_ready(pool, 1)
-        warm = extract_features(model, dataset, sampling, cache=warm_cache, child=pool.take, num_workers=0)
+def test_a_warm_child_extracts_what_a_cold_one_does(served: _Served) -> None:
+    (cold, cold_cache), (warm, warm_cache) = served.cold, served.warm[0]
     assert warm.cache_key == cold.cache_key and warm.dataset_fingerprint == cold.dataset_fingerprint
     cold_entry, warm_entry = cold_cache.read(cold.cache_key), warm_cache.read(warm.cache_key)
     assert cold_entry is not None and warm_entry is not None
@@ -82,7 +101,15 @@ def test_a_warm_child_extracts_what_a_cold_one_does(
 
 
 def test_a_child_that_died_while_waiting_is_never_handed_out() -> None:
-    with WarmPool(new_child, size=1) as pool:
+    made: list[Child] = []
+
+    def factory() -> Child:
+        """A real child, to be killed while it waits; then stand-ins: which child the take hands out is
+        what counts, and a real replacement would be another start of torch."""
+        made.append(new_child() if not made else cast(Child, _Stand_in()))
+        return made[-1]
+
+    with WarmPool(factory, size=1) as pool:
         _wait_ready(pool, 1)
         dead = pool._ready.queue[0]
         assert dead.proc is not None
