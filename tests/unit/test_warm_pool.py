@@ -39,7 +39,7 @@ class _Served:
 
     pool: WarmPool  # still open, its next child waiting
     handed: list[Child]  # what the pool's takes handed out, in order
-    warm: list[tuple[Extracted, FeatureCache]]  # one a job, in the order of SAMPLINGS
+    warm: list[tuple[Extracted, FeatureCache]]  # one per job, in the order of SAMPLINGS
     cold: tuple[Extracted, FeatureCache]
 
 
