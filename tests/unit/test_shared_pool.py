@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import threading
 import time
 
@@ -72,3 +73,46 @@ def test_a_forked_child_starts_its_own_pool():
     finally:
         child.join(timeout=30)
     assert child.exitcode == 0
+
+
+def test_pool_threads_hand_the_gil_over_promptly_and_the_interval_comes_back():
+    before = sys.getswitchinterval()
+    seen = run_all(lambda _: sys.getswitchinterval(), range(4), 2)
+    assert seen == [pytest.approx(threads.SWITCH_INTERVAL)] * 4 and before > threads.SWITCH_INTERVAL
+    assert sys.getswitchinterval() == before
+    assert run_all(lambda _: sys.getswitchinterval(), range(4), 1) == [before] * 4  # no pool: untouched
+
+
+def test_overlapping_runs_restore_the_interval_only_when_the_last_one_ends():
+    before = sys.getswitchinterval()
+    first_in, release = threading.Event(), threading.Event()
+    during: list[float] = []
+
+    def outer() -> None:
+        def hold(i: int) -> None:
+            if i == 0:
+                first_in.set()
+                release.wait(10)
+
+        run_all(hold, range(2), 2)
+
+    other = threading.Thread(target=outer)
+    other.start()
+    assert first_in.wait(10)
+    with threads.prompt_gil_handover():  # a second analysis beside the first
+        during.append(sys.getswitchinterval())
+    during.append(sys.getswitchinterval())  # the first still runs
+    release.set()
+    other.join(10)
+    assert during == [pytest.approx(threads.SWITCH_INTERVAL)] * 2
+    assert sys.getswitchinterval() == before
+
+
+def test_a_shorter_interval_already_set_is_kept():
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        assert run_all(lambda _: sys.getswitchinterval(), range(2), 2) == [pytest.approx(1e-5)] * 2
+        assert sys.getswitchinterval() == pytest.approx(1e-5)
+    finally:
+        sys.setswitchinterval(before)

@@ -34,6 +34,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import torch
 
+from zootriage.core.allocator import keep_freed_memory
 from zootriage.core.device import resolve_device
 from zootriage.core.errors import CancelCheck, stop_if_cancelled
 from zootriage.core.glue_geometry import bag_sums, effective_geometry, radius_of
@@ -163,6 +164,7 @@ def analyze(
     x, classes, n_classes = glue_inputs(features, labels)
     _check_options(n_t, centering, dichotomy, points_per_class, repeats, solver)
     dev = resolve_device(device)
+    keep_freed_memory()  # its temporaries are reused instead of faulted back in (core.allocator)
     runs = []
     subsets, noise = seeded_subsets(classes, points_per_class, repeats, seed)
     root = np.random.SeedSequence(seed)
