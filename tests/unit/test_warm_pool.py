@@ -20,7 +20,7 @@ from zootriage.core.data.refs import Sampling, parse_dataset_ref
 from zootriage.core.extraction import new_child
 from zootriage.core.extraction_child import PROGRAM_MODULES
 from zootriage.core.feature_cache import FeatureCache
-from zootriage.core.isolation import Child
+from zootriage.core.isolation import Child, ChildLimits
 from zootriage.core.scoring import Extracted, extract_features
 from zootriage.core.warm_pool import WarmPool
 from zootriage.core.zoo.refs import parse_model_ref
@@ -225,6 +225,43 @@ def test_a_take_waits_for_the_child_in_start_instead_of_starting_another() -> No
         threading.Timer(0.5, slow.set).start()
         child = pool.take()
         assert child is cast(Child, made[1]) and len(made) == 2
+
+
+def test_more_jobs_than_children_start_a_cold_child_from_the_cold_factory() -> None:
+    """With none ready and none in start (a second job while the only child serves the first), the
+    waiting job's child comes from ``cold_factory``, which skips the warm-up of jobs not yet known."""
+    warm: list[_Stand_in] = []
+    cold: list[_Stand_in] = []
+    with WarmPool(_recording(warm), size=1, refill_at_take=False, cold_factory=_recording(cold)) as pool:
+        _wait_ready(pool, 1)
+        first = pool.take()
+        second = pool.take()
+        assert first is cast(Child, warm[0]) and second is cast(Child, cold[0]) and len(warm) == 1
+        second.close()
+        _wait_ready(pool, 1)  # its replacement is a warm one again
+        assert len(warm) == 2 and len(cold) == 1
+        first.close()
+
+
+def test_the_worker_pool_starts_lean_children_for_waiting_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from zootriage.worker import warm
+
+    started: list[dict[str, object]] = []
+
+    def recording_child(*args: object, **kwargs: object) -> Child:
+        started.append(kwargs)
+        return cast(Child, _Stand_in())
+
+    monkeypatch.setattr(warm, "new_child", recording_child)
+    warm._pool.cache_clear()
+    try:
+        pool = warm._pool(ChildLimits(), False, (), 0)
+        pool._cold_factory()
+        pool._factory()
+        assert started == [{"job_waiting": True}, {}]
+        pool.close()
+    finally:
+        warm._pool.cache_clear()
 
 
 def test_a_killed_child_runs_nothing_more_and_close_reaps_it_and_removes_its_folder() -> None:

@@ -14,7 +14,8 @@ datasets: seconds of CPU) beside the job it is meant to speed up took the cores 
 replacement's memory bound is then taken with the job's memory freed. A child counts as ready once it
 has said so (its imports done), and a take that finds none ready waits for the one in start, which is
 nearer ready than a new one; only when none is in start (more jobs at once than ``size``) does it
-start a cold child.
+start a cold child, from ``cold_factory`` when given: a child for a job that already waits skips the
+warm-up meant for jobs not yet known (``core.extraction.new_child(job_waiting=True)``).
 
 Children are started by one long-lived thread of the pool's own: bubblewrap's ``--die-with-parent``
 is tied to the *thread* that started it (``PR_SET_PDEATHSIG``), so a child started by a short-lived
@@ -41,9 +42,9 @@ SPARE_CORES_FOR_TAKE = 4  # from this many cores on, a replacement starts beside
 class WarmPool:
     """``size`` started children from ``factory``, refilled by the pool's own thread.
 
-    ``wait_s``: how long a take waits for a child in start before it starts a cold one itself;
-    ``refill_at_take``: start a replacement at each take (default: on ``SPARE_CORES_FOR_TAKE`` or more
-    cores), else when the taken child is closed."""
+    ``wait_s``: how long a take waits for a child in start before it starts a cold one itself, from
+    ``cold_factory`` (default ``factory``); ``refill_at_take``: start a replacement at each take
+    (default: on ``SPARE_CORES_FOR_TAKE`` or more cores), else when the taken child is closed."""
 
     def __init__(
         self,
@@ -51,11 +52,13 @@ class WarmPool:
         size: int = 1,
         wait_s: float = 300.0,
         refill_at_take: bool | None = None,
+        cold_factory: Callable[[], Child] | None = None,
     ) -> None:
         if refill_at_take is None:
             refill_at_take = (os.cpu_count() or 1) >= SPARE_CORES_FOR_TAKE
         self._refill_at_take = refill_at_take
         self._factory = factory
+        self._cold_factory = cold_factory or factory
         self._size = size
         self._wait_s = wait_s
         self._ready: queue.Queue[Child] = queue.Queue()
@@ -79,7 +82,7 @@ class WarmPool:
             except queue.Empty:
                 if self._in_start(deadline):
                     continue
-                child = self._factory()
+                child = self._cold_factory()
             if child.alive():
                 if self._refill_at_take:
                     self._refill()

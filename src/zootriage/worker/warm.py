@@ -44,4 +44,5 @@ def start_early(settings: Settings, queues: Iterable[str]) -> None:
 
 @functools.cache
 def _pool(limits: ChildLimits, gpu: bool, roots: tuple[str, ...], size: int) -> WarmPool:
-    return WarmPool(functools.partial(new_child, limits, gpu, roots), size)
+    warm = functools.partial(new_child, limits, gpu, roots)
+    return WarmPool(warm, size, cold_factory=functools.partial(warm, job_waiting=True))
