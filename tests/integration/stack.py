@@ -81,6 +81,18 @@ class Stack:
         log = self.logs / f"worker-{self.started_workers}.log"
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
+    def wait_let_go(self, job_id: str, timeout: float = 120) -> None:
+        """Until the current worker's log shows its extraction task for ``job_id`` ended. A job cancelled
+        mid-extraction is final in its row at once, but its task lets go only at its next progress
+        report; a test that ends before that leaves it to the next test's pause (``paused``), which
+        then holds it, and with it the only pool process, until that test times out."""
+        log = self.logs / f"worker-{self.started_workers}.log"
+        ended = (f"extract_features[{job_id}] succeeded", f"extract_features[{job_id}] raised")
+        deadline = time.monotonic() + timeout
+        while not any(line in log.read_text(errors="replace") for line in ended):
+            assert time.monotonic() < deadline, self.worker_log_tail()
+            time.sleep(0.1)
+
     def kill_pool_child(self) -> None:
         """SIGKILL only the process running the task (as the OOM killer would); the worker lives on."""
         assert self.worker is not None

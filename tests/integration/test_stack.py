@@ -135,6 +135,7 @@ def test_an_idempotency_key_replays_the_first_answer(
     job, _ = wait(http, location)
     assert job["status"] == "cancelled"
     assert http.delete(location).json()["code"] == "job_finished"
+    stack.wait_let_go(first.json()["id"])  # its task, too, has ended (``Stack.wait_let_go``)
 
 
 def test_a_worker_killed_mid_job_loses_nothing(
