@@ -5,11 +5,12 @@ gradients, the geometry's (chunk, slots, r) anchors), many of them on the shared
 glibc's defaults adapt the mmap threshold as blocks are freed and return the top of an arena to the
 kernel once it exceeds twice that threshold, so the same sizes are unmapped and faulted back in
 page by page over and over: 3,500–17,000 page faults per analysis at P = 10 × M = 50, N = 512,
-n_t = 400, about 15 % of its time on the 2-core build machine (`benchmarks/glue_speed.py`,
+n_t = 400 (13–23 ms of system time in a 90–100 ms analysis on the 2-core build machine,
 docs/glue_cost.md). Fixing the thresholds where the adaptive rule would end up anyway
 (``M_MMAP_THRESHOLD`` 32 MiB, glibc's adaptive maximum on 64-bit; ``M_TRIM_THRESHOLD`` twice that)
-keeps up to 64 MiB of freed memory per arena for reuse: about 60 faults per analysis. Blocks above
-32 MiB (the features of a large analysis) are still mapped and unmapped one by one.
+keeps up to 64 MiB of freed memory per arena for reuse: under 70 faults and 7–9 ms of system time
+per analysis, 4–7 % off its wall time. Blocks above 32 MiB (the features of a large analysis) are
+still mapped and unmapped one by one.
 
 Process-wide and not undone (glibc has no call that restores the adaptive rule); a no-op off glibc.
 """
