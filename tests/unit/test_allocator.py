@@ -23,10 +23,10 @@ x, y = relu_like(seed=0, n_classes=10, per_class=50, dim=512)
 
 def faults_per_analysis():
     for _ in range(2):
-        glue.analyze(x, y, n_t=200, device="cpu")
+        glue.analyze(x, y, n_t=400, device="cpu")
     start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(5):
-        glue.analyze(x, y, n_t=200, device="cpu")
+        glue.analyze(x, y, n_t=400, device="cpu")
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start) / 5
 
 glue.keep_freed_memory = lambda: False
@@ -44,9 +44,10 @@ def test_an_analysis_reuses_its_freed_temporaries() -> None:
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["set"] is True
-    # Measured on the build machine: 3,500–17,000 faults per analysis adaptive, 23–61 fixed (n_t = 400).
+    # Measured on the build machine: 3,500–17,000 faults per analysis adaptive, 23–61 fixed (idle);
+    # 6,600–7,600 against 76–110 while a parallel test run loaded it.
     assert seen["fixed"] < 500, seen
-    assert seen["fixed"] * 5 < seen["adaptive"], seen
+    assert seen["fixed"] * 4 < seen["adaptive"], seen
 
 
 def test_set_once_per_process_and_nothing_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
