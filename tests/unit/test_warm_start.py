@@ -3,6 +3,8 @@ first job (``worker.warm.start_early``, called from Celery's ``worker_process_in
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from zootriage.app.settings import Settings
@@ -21,10 +23,18 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
     ("queues", "expected"), [({"gpu", "cpu"}, 1), ({"gpu"}, 1), ({"cpu"}, 0), (set(), 0)]
 )
 def test_only_an_extraction_worker_starts_children_early(
-    started: list[Settings], queues: set[str], expected: int
+    started: list[Settings], queues: set[str], expected: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    warm.start_early(Settings(), queues)
+    with caplog.at_level(logging.INFO, logger=warm.__name__):
+        warm.start_early(Settings(), queues)
     assert len(started) == expected
+    said = [r.getMessage() for r in caplog.records if "process's start" in r.getMessage()]
+    assert said == ["starting 1 warm children at the process's start"] * expected
+
+
+def test_a_worker_without_a_pool_starts_none_early(started: list[Settings]) -> None:
+    warm.start_early(Settings(warm_children=0), {"gpu"})
+    assert started == []
 
 
 def test_the_pool_process_start_reads_the_queues_the_worker_consumes(

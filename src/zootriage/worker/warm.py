@@ -9,6 +9,7 @@ or at its first extraction otherwise, with the settings' limits, device and data
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from zootriage.core.device import resolve_device
 from zootriage.core.extraction import new_child
 from zootriage.core.isolation import Child, ChildLimits
 from zootriage.core.warm_pool import WarmPool
+
+log = logging.getLogger(__name__)
 
 
 def child_limits(settings: Settings) -> ChildLimits:
@@ -37,8 +40,10 @@ def start_early(settings: Settings, queues: Iterable[str]) -> None:
     """Start this process's warm children now, at the process's start, when it consumes the extraction
     queue (``gpu``) and has a pool: its first job then finds a child ready instead of waiting for one
     to import torch (seconds; a worker started by an autoscaler or after a crash used to make its
-    first job pay it). A worker of the ``cpu`` queue alone starts none."""
-    if GPU_QUEUE in queues:
+    first job pay it). A worker of the ``cpu`` queue alone starts none. Logs that it starts them
+    (the pool logs each one ready)."""
+    if GPU_QUEUE in queues and settings.warm_children > 0:
+        log.info("starting %d warm children at the process's start", settings.warm_children)
         children(settings)
 
 
