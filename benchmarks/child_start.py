@@ -34,13 +34,13 @@ def main() -> None:
     for _ in range(args.rounds):
         for job_waiting in (True, False):
             times[job_waiting].append(start_s(job_waiting))
-    lean, full = statistics.median(times[True]), statistics.median(times[False])
+    median = {job_waiting: statistics.median(seconds) for job_waiting, seconds in times.items()}
     print(f"child start, {args.rounds} interleaved rounds, load {os.getloadavg()}")
     labels = {True: "for a waiting job (imports alone)", False: "ahead of its job (full warm-up)"}
     for job_waiting, label in labels.items():
         rounds = " ".join(f"{t:.2f}" for t in times[job_waiting])
-        print(f"  {label:34s}: median {statistics.median(times[job_waiting]):.2f} s  (rounds: {rounds})")
-    print(f"  full / waiting: {full / lean:.2f}x")
+        print(f"  {label:34s}: median {median[job_waiting]:.2f} s  (rounds: {rounds})")
+    print(f"  full / waiting: {median[False] / median[True]:.2f}x")
 
 
 if __name__ == "__main__":

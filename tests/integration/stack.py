@@ -60,14 +60,18 @@ class Stack:
         self.started_workers += 1
         self.worker = worker_process(self.env, self.logs, self.started_workers)
 
-    def wait_worker_ready(self, timeout: float = 180) -> None:
-        """Until the current worker has connected and says it is ready to take tasks."""
+    def wait_logged(self, *lines: str, timeout: float = 180) -> None:
+        """Until the current worker's log holds one of ``lines``, the worker alive all the while."""
         log = self.logs / f"worker-{self.started_workers}.log"
         deadline = time.monotonic() + timeout
-        while " ready." not in log.read_text(errors="replace"):
+        while not any(line in log.read_text(errors="replace") for line in lines):
             assert self.worker is not None and self.worker.poll() is None, self.worker_log_tail()
             assert time.monotonic() < deadline, self.worker_log_tail()
             time.sleep(0.1)
+
+    def wait_worker_ready(self, timeout: float = 180) -> None:
+        """Until the current worker has connected and says it is ready to take tasks."""
+        self.wait_logged(" ready.", timeout=timeout)
 
     def kill_worker(self) -> None:
         """SIGKILL the whole worker (main process, pool child, data loaders): nothing gets to clean up."""
@@ -86,12 +90,8 @@ class Stack:
         mid-extraction is final in its row at once, but its task lets go only at its next progress
         report; a test that ends before that leaves it to the next test's pause (``paused``), which
         then holds it, and with it the only pool process, until that test times out."""
-        log = self.logs / f"worker-{self.started_workers}.log"
-        ended = (f"extract_features[{job_id}] succeeded", f"extract_features[{job_id}] raised")
-        deadline = time.monotonic() + timeout
-        while not any(line in log.read_text(errors="replace") for line in ended):
-            assert time.monotonic() < deadline, self.worker_log_tail()
-            time.sleep(0.1)
+        task = f"extract_features[{job_id}]"
+        self.wait_logged(f"{task} succeeded", f"{task} raised", timeout=timeout)
 
     def kill_pool_child(self) -> None:
         """SIGKILL only the process running the task (as the OOM killer would); the worker lives on."""
