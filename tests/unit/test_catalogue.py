@@ -4,6 +4,7 @@ registry say, so the API's answers from them are the worker's."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -20,12 +21,26 @@ from zootriage.core.zoo import timm_zoo, torchvision_zoo
 from zootriage.core.zoo.weight_caches import torch_hub_dir
 
 
-def test_the_published_files_match_the_installed_libraries() -> None:
+@pytest.fixture(scope="module")
+def built() -> dict[str, Any]:
+    """Each catalogue built once from the installed libraries (seconds each: every torchvision and timm
+    model is listed and resolved)."""
+    return {name: builder() for name, builder in publish.BUILDERS.items()}
+
+
+@pytest.fixture
+def builders(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``publish``'s builders answer with the module's one build of each catalogue."""
+    answers = {name: (lambda value=value: value) for name, value in built.items()}
+    monkeypatch.setattr(publish, "BUILDERS", answers)
+
+
+def test_the_published_files_match_the_installed_libraries(builders: None) -> None:
     assert publish.stale() == [], f"run {publish.COMMAND}"
     assert publish.main(["--check"]) == 0
 
 
-def test_a_stale_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stale_file_is_named(builders: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("markers", "torchvision", "timm"):
         (tmp_path / f"{name}.json").write_text(publish.dumps(publish.BUILDERS[name]()), encoding="utf-8")
     (tmp_path / "markers.json").write_text('{"glue_markers": [], "markers": []}\n', encoding="utf-8")

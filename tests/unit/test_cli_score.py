@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from tests.scripts import run_main
 from zootriage.app.cli import app, main
+from zootriage.core import scoring
 
 runner = CliRunner()
 
@@ -34,17 +35,27 @@ def test_table_output(digit_programs: dict[str, Path]) -> None:
     assert "dimension" in result.stdout and "utilization" in result.stdout and "sha256" in result.stdout
 
 
-def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path) -> None:
-    (tmp_path / "junk.pt2").write_text("junk")
-    for args, code in [
-        (["--model", "tv:resnet19.IMAGENET1K_V1", "--dataset", "builtin:mnist"], "unknown_model"),
-        (["--model", f"ckpt:{tmp_path / 'junk.pt2'}", "--dataset", "builtin:mnist"], "not_a_checkpoint"),
-        (["--model", "tv:resnet18", "--dataset", "folder:/etc"], "path_outside_roots"),
-        (["--model", "resnet18", "--dataset", "builtin:mnist"], "bad_reference"),
+def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the API refuses at submit time is refused before a sandboxed child starts (seconds of an
+    interpreter importing torch); a file that only opening can judge is the child's to refuse."""
+    junk = tmp_path / "junk.pt2"
+    junk.write_text("junk")
+    started: list[object] = []
+    real_child = scoring.new_child
+    monkeypatch.setattr(scoring, "new_child", lambda *a, **k: started.append(a) or real_child(*a, **k))
+    for args, code, child in [
+        (["--model", "tv:resnet19.IMAGENET1K_V1", "--dataset", "builtin:mnist"], "unknown_model", False),
+        (["--model", "timm:no_such_net", "--dataset", "builtin:mnist"], "unknown_model", False),
+        (["--model", "tv:resnet18", "--dataset", "folder:/etc"], "path_outside_roots", False),
+        (["--model", "tv:resnet18", "--dataset", "builtin:mnist", "--classes", "11"], "bad_sampling", False),
+        (["--model", "resnet18", "--dataset", "builtin:mnist"], "bad_reference", False),
+        (["--model", f"ckpt:{junk}", "--dataset", "builtin:mnist"], "not_a_checkpoint", True),
     ]:
+        started.clear()
         result = runner.invoke(app, ["score", *args])
         assert result.exit_code == 2, result.output
         assert code in result.output and "Traceback" not in result.output
+        assert bool(started) is child, (args, started)
 
 
 def test_an_uncached_timm_model_fails_without_asking_the_hub(

@@ -6,7 +6,10 @@ worker does), so a timm model that is not cached fails at once with ``weights_no
 of waiting for the hub's retries to time out on a machine without network.
 
 Bad input (an unknown model, a bad checkpoint, a path outside the data roots, ...) prints its error
-code and message and exits with status 2, never a traceback.
+code and message and exits with status 2, never a traceback. What the API refuses at submit time
+(names against the published catalogues, a dataset's path, classes and archive headers) is refused
+here the same way before the sandboxed child starts, which takes seconds (an interpreter importing
+torch); what only opening can tell (a checkpoint's contents, a folder's images) is the child's to say.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ from zootriage.app.cli.scoring_options import (
 )
 
 if TYPE_CHECKING:
+    from zootriage.core.data.refs import AnyDatasetRef, Sampling
     from zootriage.core.protocol import Centering
     from zootriage.core.scoring import ScoreResult
+    from zootriage.core.zoo.refs import AnyModelRef
 
 MODEL_HELP = "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 or a JSON object"
 
@@ -78,6 +83,7 @@ def score(
     from zootriage.core.zoo.refs import parse_model_ref
 
     err = Console(stderr=True)
+    roots = data_root or [Path.cwd()]
     try:
         model_ref = parse_model_ref(model)
         dataset_ref = parse_dataset_ref(dataset)
@@ -85,6 +91,7 @@ def score(
         protocol = Protocol.model_validate({**scoring.protocol(), "centering": cast("Centering", centering)})
         sampling = Sampling.model_validate(scoring.sampling())
         sampling = sampling.for_repeats(protocol.points_per_class, protocol.repeats)
+        _refuse_early(model_ref, dataset_ref, sampling, roots, download)
         with _progress(err) as report:
             result = run_score(
                 model_ref,
@@ -94,7 +101,7 @@ def score(
                 device=device,
                 progress=report,
                 cache=cache_dir,
-                data_roots=data_root or [Path.cwd()],
+                data_roots=roots,
                 batch_size=batch_size,
             )
     except ZooError as exc:
@@ -110,6 +117,24 @@ def score(
     out = Console()
     out.print(_summary(result))
     out.print(_table(result))
+
+
+def _refuse_early(
+    model: AnyModelRef, dataset: AnyDatasetRef, sampling: Sampling, roots: list[Path], download: bool
+) -> None:
+    """The API's static checks (``core.zoo.checks``, ``core.data.checks``), before any child starts.
+    Weights missing from the local caches are left to the child when ``--download`` may fetch them."""
+    from zootriage.core.data.archives import ArchiveLimits
+    from zootriage.core.data.checks import check_dataset
+    from zootriage.core.errors import WeightsNotAvailable
+    from zootriage.core.zoo.checks import canonical_model
+
+    check_dataset(dataset, sampling, roots, ArchiveLimits())  # first, as in the child: data before weights
+    try:
+        canonical_model(model)
+    except WeightsNotAvailable:
+        if not download:
+            raise
 
 
 def _missing_timm(exc: Exception, download: bool) -> bool:
