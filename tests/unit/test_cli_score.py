@@ -38,6 +38,7 @@ def test_table_output(digit_programs: dict[str, Path]) -> None:
 def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the API refuses at submit time is refused before a sandboxed child starts (seconds of an
     interpreter importing torch); a file that only opening can judge is the child's to refuse."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty-torch-home"))
     junk = tmp_path / "junk.pt2"
     junk.write_text("junk")
     started: list[object] = []
@@ -50,6 +51,8 @@ def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path, monkeypatch: pyt
         (["--model", "tv:resnet18", "--dataset", "builtin:mnist", "--classes", "11"], "bad_sampling", False),
         (["--model", "resnet18", "--dataset", "builtin:mnist"], "bad_reference", False),
         (["--model", f"ckpt:{junk}", "--dataset", "builtin:mnist"], "not_a_checkpoint", True),
+        # torchvision weights missing from the cache are the child's to fetch (here it cannot)
+        (["--model", "tv:resnet18", "--dataset", "builtin:mnist"], "weights_not_available", True),
     ]:
         started.clear()
         result = runner.invoke(app, ["score", *args])

@@ -123,17 +123,19 @@ def _refuse_early(
     model: AnyModelRef, dataset: AnyDatasetRef, sampling: Sampling, roots: list[Path], download: bool
 ) -> None:
     """The API's static checks (``core.zoo.checks``, ``core.data.checks``), before any child starts.
-    Weights missing from the local caches are left to the child when ``--download`` may fetch them."""
+    Weights missing from the local caches are left to the child where it may fetch them: torchvision's
+    always (torch hub, where the network allows), timm's with ``--download``."""
     from zootriage.core.data.archives import ArchiveLimits
     from zootriage.core.data.checks import check_dataset
     from zootriage.core.errors import WeightsNotAvailable
     from zootriage.core.zoo.checks import canonical_model
+    from zootriage.core.zoo.refs import TimmRef
 
     check_dataset(dataset, sampling, roots, ArchiveLimits())  # first, as in the child: data before weights
     try:
         canonical_model(model)
     except WeightsNotAvailable:
-        if not download:
+        if isinstance(model, TimmRef) and not download:
             raise
 
 
