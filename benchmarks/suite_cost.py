@@ -1,0 +1,87 @@
+"""What the test suite costs the machine, and the floor that cost sets on its wall time.
+
+Runs pytest as ``make test`` does (``--cov``, the options of pyproject.toml; pytest arguments after
+``--`` replace the default of the whole suite) with a plugin that reads, around every test, the wall
+clock and the CPU time of the whole machine (``/proc/stat``: the test process, its stacks' API and
+worker processes and their sandboxed children alike). Prints the totals, the floor that the CPU time
+sets on a run over the machine's cores (CPU seconds / cores: every core busy all the run), the ratio
+wall / floor, and the modules that cost the most CPU. On an idle machine the CPU counted is the
+suite's; other users' work would be counted too.
+
+    .venv/bin/python benchmarks/suite_cost.py [--top 25] [-- PYTEST ARGS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_s() -> float:
+    """CPU seconds the machine has spent busy since boot: user, nice, system, irq, softirq, steal."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / TICKS
+
+
+class Watch:
+    """Wall and machine CPU seconds of each test, setup and teardown included."""
+
+    def __init__(self) -> None:
+        self.tests: list[tuple[str, float, float]] = []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+        wall, cpu = time.monotonic(), machine_cpu_s()
+        yield
+        self.tests.append((item.nodeid, time.monotonic() - wall, machine_cpu_s() - cpu))
+
+
+def report(watch: Watch, wall: float, cpu: float, top: int) -> None:
+    cores = os.cpu_count() or 1
+    floor = cpu / cores
+    print(f"\nwhole run: wall {wall:.0f} s, machine CPU {cpu:.0f} s ({cpu / wall:.2f} of {cores} cores busy "
+          f"on average), load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"floor on {cores} cores (CPU / cores): {floor:.0f} s; wall / floor: {wall / floor:.2f}x")
+    modules: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for nodeid, test_wall, test_cpu in watch.tests:
+        row = modules[nodeid.split("::")[0]]
+        row[0] += test_cpu
+        row[1] += test_wall
+        row[2] += 1
+    print(f"the {top} modules with the most machine CPU (their tests' share of the {cpu:.0f} s):")
+    share = 0.0
+    for module, (module_cpu, module_wall, count) in sorted(modules.items(), key=lambda m: -m[1][0])[:top]:
+        share += module_cpu
+        print(f"  {module_cpu:7.1f} s CPU {module_wall:7.1f} s wall {int(count):4d} tests "
+              f"{100 * share / cpu:5.1f} % so far  {module}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--top", type=int, default=25, help="modules listed, most CPU first")
+    parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments (default: the suite)")
+    args = parser.parse_args()
+    if args.top < 1:
+        parser.error("--top must be at least 1")
+    os.chdir(ROOT)
+    watch = Watch()
+    wall, cpu = time.monotonic(), machine_cpu_s()
+    code = pytest.main(["--cov", "--cov-report=", *args.pytest_args], plugins=[watch])
+    report(watch, time.monotonic() - wall, machine_cpu_s() - cpu, args.top)
+    sys.exit(int(code))
+
+
+if __name__ == "__main__":
+    main()
