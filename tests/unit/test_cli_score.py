@@ -67,9 +67,10 @@ def test_an_uncached_timm_model_fails_without_asking_the_hub(
     """Without ``--download`` the hub is never asked (the weights are looked up in an empty cache), so
     the error says downloads are off rather than that a download failed after the hub's retries.
 
-    The console script runs in this process: the weights are looked up only in the sandboxed child, a
-    fresh interpreter whose environment is copied from this one's when it starts, so it sees the empty
-    caches and only the ``HF_HUB_OFFLINE`` that the command itself set, as under a fresh ``zootriage``."""
+    The console script runs in this process and refuses the model here, before any sandboxed child
+    starts (``core.zoo.checks``, the API's own check), with only the ``HF_HUB_OFFLINE`` that the command
+    itself set, as under a fresh ``zootriage``."""
+    monkeypatch.setattr(scoring, "new_child", lambda *_a, **_k: pytest.fail("a child was started"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # conftest's; the command must set its own
