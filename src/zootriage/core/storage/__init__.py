@@ -10,7 +10,9 @@ from zootriage.core.storage.base import (
     Store,
     content_key,
     feature_entry,
+    sample_entry,
 )
 from zootriage.core.storage.local import LocalStore
 
-__all__ = ["Corrupt", "LocalStore", "NotFound", "StorageError", "Store", "content_key", "feature_entry"]
+__all__ = ["Corrupt", "LocalStore", "NotFound", "StorageError", "Store", "content_key", "feature_entry",
+           "sample_entry"]

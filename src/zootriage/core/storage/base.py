@@ -68,6 +68,11 @@ def feature_entry(cache_key: str) -> str:
     return check_key(f"features/{cache_key}.npz")
 
 
+def sample_entry(sample_key: str) -> str:
+    """The key of a sample record (``core.sample_records``): ``samples/<sample key>.json``."""
+    return check_key(f"samples/{sample_key}.json")
+
+
 def addressed_sha256(key: str) -> str | None:
     """The sha256 a content-addressed key names (its file name's stem), else None. Only the
     namespaces in ``CONTENT_ADDRESSED`` are named by content (a feature-cache key is a hash of the
