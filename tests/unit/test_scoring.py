@@ -94,7 +94,8 @@ def test_a_failed_cache_write_leaves_no_temporary_file(
     errno_code: int, raised: type[Exception],
 ) -> None:
     """The disk fills up halfway through the entry: its temporary file is removed and a full disk is
-    ``insufficient_storage``, not a bug; any other write error propagates as it is."""
+    ``insufficient_storage``, not a bug; any other write error propagates as it is. Nothing is left in
+    the cache, not even the sample's record (written only once its features are)."""
 
     def half_written(handle: BinaryIO, **_arrays: np.ndarray) -> None:
         handle.write(b"PK\x03\x04" + b"\0" * 4096)

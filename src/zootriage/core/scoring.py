@@ -226,8 +226,6 @@ def _extract(
         # first: a bad dataset fails before any weights are read
         with _timed(timings, "sample", report):
             sampled = sample_in(sandboxed, dataset, sampling, roots, limits, report, cancel)
-        if sampled != known:  # first seen, or a record the child now contradicts: (re)written
-            remember_sample(store, dataset, sampling, sampled)
         key = _cache_key(model, sampled.fingerprint, dev)
         extract_start = time.perf_counter()
         cached = store.read(key) if store is not None else None
@@ -245,6 +243,8 @@ def _extract(
             extraction, described = cached
             timings["extract"] = time.perf_counter() - extract_start
             report("extract", len(extraction.labels), len(extraction.labels))
+        if sampled != known:  # with its features in the cache: first seen, or a stale record replaced
+            remember_sample(store, dataset, sampling, sampled)
         sandboxed.kill()
         yield _extracted(key, sampled, described, timings, dev, cached is not None), (extraction, described)
 
