@@ -16,8 +16,13 @@ import pytest
 
 def run_script(path: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """The exit status (0 when it returned) and stderr of ``path`` run with ``args``; any exception
-    other than ``SystemExit`` propagates, so a traceback fails the test."""
-    return run_main(lambda: runpy.run_path(str(path), run_name="__main__"), [str(path), *args], capsys)
+    other than ``SystemExit`` propagates, so a traceback fails the test. The script's folder is first
+    on ``sys.path`` while it runs, as ``python SCRIPT`` puts it (a benchmark imports its neighbours)."""
+    sys.path.insert(0, str(path.parent))
+    try:
+        return run_main(lambda: runpy.run_path(str(path), run_name="__main__"), [str(path), *args], capsys)
+    finally:
+        sys.path.remove(str(path.parent))
 
 
 def run_main(

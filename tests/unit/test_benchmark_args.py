@@ -20,6 +20,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
         ("glue_cost.py", ["--n-t", "0"], "--n-t and --dim must be at least 1"),
         ("glue_cost.py", ["--classes", "10", "1"], "every --classes at least 2"),
         ("child_start.py", ["--rounds", "0"], "--rounds must be at least 1"),
+        ("rescore.py", ["--rounds", "0"], "--rounds must be at least 1"),
         ("suite_cost.py", ["--top", "0"], "--top must be at least 1"),
     ],
 )
