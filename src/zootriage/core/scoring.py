@@ -208,16 +208,16 @@ def _extract(
     timings: dict[str, float] = {}
     report = progress or _ignore
     known = known_sample(store, dataset, sampling)
-    if store is not None and known is not None:
-        key = _cache_key(model, known.fingerprint, dev)
+    known_key = None if known is None else _cache_key(model, known.fingerprint, dev)
+    if store is not None and known is not None and known_key is not None:
         start = time.perf_counter()
-        recorded = store.read(key)
+        recorded = store.read(known_key)
         if recorded is not None:  # a builtin set's sample and its extraction both known: no child
             with _timed(timings, "sample", report):
                 pass
             timings["extract"] = time.perf_counter() - start
             report("extract", len(recorded[0].labels), len(recorded[0].labels))
-            yield _extracted(key, known, recorded[1], timings, dev, True), recorded
+            yield _extracted(known_key, known, recorded[1], timings, dev, True), recorded
             return
     roots = tuple(str(Path(root).resolve()) for root in data_roots)
     start = time.perf_counter()
@@ -226,7 +226,8 @@ def _extract(
         # first: a bad dataset fails before any weights are read
         with _timed(timings, "sample", report):
             sampled = sample_in(sandboxed, dataset, sampling, roots, limits, report, cancel)
-        key = _cache_key(model, sampled.fingerprint, dev)
+        # (a checkpoint is hashed for its key once: again only where the record was stale)
+        key = known_key if known == sampled and known_key else _cache_key(model, sampled.fingerprint, dev)
         extract_start = time.perf_counter()
         cached = store.read(key) if store is not None else None
         if cached is None:
