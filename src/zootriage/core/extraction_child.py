@@ -49,8 +49,9 @@ def warm_up() -> list[str]:
     set-up; in a child started for GPU work (``GPU_ENV``) also on the GPU, which creates the CUDA
     context. Returns the devices warmed.
 
-    A child started for a job that already waits (``JOB_WAITING_ENV``) does the imports alone: the
-    rest is for any job, and this one opens its own dataset and modules when it asks (decoding every
+    A child started for a job that already waits (``JOB_WAITING_ENV``) does the imports every job
+    needs alone (not timm's: a timm job imports it when it loads its model): the rest is for any job,
+    and this one opens its own dataset and modules when it asks (decoding every
     builtin set and importing the export modules took about 2 s of such a child's start on the 2-core
     build machine, before its job could begin). It warms no device."""
     import safetensors.numpy  # noqa: F401
@@ -58,11 +59,13 @@ def warm_up() -> list[str]:
     import torchvision  # noqa: F401
 
     import zootriage.core.features
-    import zootriage.core.zoo.loader  # noqa: F401
+    import zootriage.core.zoo.loader
     from zootriage.core.data.builtin import BUILTIN, open_builtin
 
     if os.environ.get(JOB_WAITING_ENV) == "1":
         return []
+
+    import zootriage.core.zoo.timm_zoo  # noqa: F401  (timm: 0.4 s a timm job would wait for)
 
     for name in BUILTIN:
         try:

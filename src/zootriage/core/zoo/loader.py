@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from zootriage.core.zoo import timm_zoo, torchvision_zoo
+from zootriage.core.zoo import torchvision_zoo
 from zootriage.core.zoo.archive_check import checked_copy
 from zootriage.core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_output_linear
 from zootriage.core.zoo.preprocess import Preprocess, from_torchvision
@@ -81,6 +81,8 @@ def _torchvision(ref: TorchvisionRef) -> LoadedModel:
 
 
 def _timm(ref: TimmRef) -> LoadedModel:
+    from zootriage.core.zoo import timm_zoo  # timm is imported by the jobs that use it (0.4 s)
+
     model = timm_zoo.build(ref.name)
     path = timm_zoo.weights_file(model)
     load_strict(model, read_state_dict(path), path.name)
@@ -109,6 +111,8 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
         load_strict(model, state, path.name)
         module, where = HeadInputPenultimate(model.eval(), model.get_submodule(head)), f"input of {head}"
     else:
+        from zootriage.core.zoo import timm_zoo
+
         model = timm_zoo.build(ref.architecture)
         classes = head_classes(state, timm_zoo.head_name(model), path)
         if classes != _timm_classes(model):
