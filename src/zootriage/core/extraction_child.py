@@ -51,9 +51,9 @@ def warm_up() -> list[str]:
 
     A child started for a job that already waits (``JOB_WAITING_ENV``) does the imports every job
     needs alone (not timm's: a timm job imports it when it loads its model): the rest is for any job,
-    and this one opens its own dataset and modules when it asks (decoding every
-    builtin set and importing the export modules took about 2 s of such a child's start on the 2-core
-    build machine, before its job could begin). It warms no device."""
+    and this one opens its own dataset and modules when it asks (decoding every builtin set and
+    importing the export modules took about 2 s of such a child's start on the 2-core build machine,
+    before its job could begin). It warms no device."""
     import safetensors.numpy  # noqa: F401
     import torch
     import torchvision  # noqa: F401

@@ -51,7 +51,7 @@ def sample_key(dataset: AnyDatasetRef, sampling: Sampling) -> str | None:
 def known_sample(store: FeatureCache | None, dataset: AnyDatasetRef, sampling: Sampling) -> Sampled | None:
     """The recorded sample of this request, or None (no cache, not recordable, not recorded yet, or a
     record of the wrong shape, which is then treated as absent and written again)."""
-    key = sample_key(dataset, sampling) if store is not None else None
+    key = sample_key(dataset, sampling)
     record = store.read_sample(key) if store is not None and key is not None else None
     if record is None or set(record) != {"fingerprint", "classes", "images", "label_space"}:
         return None
@@ -71,6 +71,6 @@ def remember_sample(
     store: FeatureCache | None, dataset: AnyDatasetRef, sampling: Sampling, sampled: Sampled
 ) -> None:
     """Record what a child reported of this request's sample, where the request fixes it."""
-    key = sample_key(dataset, sampling) if store is not None else None
+    key = sample_key(dataset, sampling)
     if store is not None and key is not None:
         store.write_sample(key, asdict(sampled))

@@ -208,8 +208,9 @@ def _extract(
     timings: dict[str, float] = {}
     report = progress or _ignore
     known = known_sample(store, dataset, sampling)
-    known_key = None if known is None else _cache_key(model, known.fingerprint, dev)
-    if store is not None and known is not None and known_key is not None:
+    known_key = None
+    if store is not None and known is not None:
+        known_key = _cache_key(model, known.fingerprint, dev)
         start = time.perf_counter()
         recorded = store.read(known_key)
         if recorded is not None:  # a builtin set's sample and its extraction both known: no child
@@ -227,7 +228,8 @@ def _extract(
         with _timed(timings, "sample", report):
             sampled = sample_in(sandboxed, dataset, sampling, roots, limits, report, cancel)
         # (a checkpoint is hashed for its key once: again only where the record was stale)
-        key = known_key if known == sampled and known_key else _cache_key(model, sampled.fingerprint, dev)
+        key = known_key if known_key is not None and known == sampled else _cache_key(
+            model, sampled.fingerprint, dev)
         extract_start = time.perf_counter()
         cached = store.read(key) if store is not None else None
         if cached is None:
