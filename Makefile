@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: install run test test-parallel lint typecheck imports unit bench catalogue clean
+.PHONY: install run test test-serial test-parallel lint typecheck imports unit bench catalogue clean
 
 install: $(VENV)/.installed
 
@@ -37,14 +37,27 @@ imports: install
 # pytest's options live in pyproject.toml: a random order every run (its seed is printed at the top;
 # --random-order-seed=N replays one), the 15 slowest tests, a 15-minute limit per test; the package's line
 # coverage, failing under the floor in pyproject.toml ([tool.coverage.report] fail_under).
-test: lint typecheck imports
-	$(BIN)/pytest --cov --cov-report=
-	@echo "line coverage: $$($(BIN)/coverage report --format=total --fail-under=0) % (floor: pyproject.toml)"
+# The suite runs on TEST_PROCESSES processes (pytest-xdist): 2 where the machine has two cores or more,
+# else 0 (no workers: one process). Each process has its own databases, Redis and stacks, and a
+# module's tests stay together on one (--dist loadfile: its module-scoped fixtures are made once). One
+# process keeps most of a second core idle (its tests wait for the stacks and children they start;
+# docs/test_suite.md), so two finish in about two thirds of the time. `make test-serial` runs the same
+# suite on one process, where a seed replays the whole order exactly.
+TEST_PROCESSES ?= $(shell [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 0)
+PYTEST_COV := $(BIN)/pytest --cov --cov-report=
+COVERAGE_LINE = @echo "line coverage: $$($(BIN)/coverage report --format=total --fail-under=0) % (floor: pyproject.toml)"
 
-# The same suite on two processes (pytest-xdist), each with its own database, Redis and stacks; a
-# module's tests stay together on one process (its module-scoped fixtures are made once).
+test: lint typecheck imports
+	$(PYTEST_COV) -n $(TEST_PROCESSES) --dist loadfile
+	$(COVERAGE_LINE)
+
+test-serial: lint typecheck imports
+	$(PYTEST_COV)
+	$(COVERAGE_LINE)
+
+# Two processes whatever the machine has (what `make test` runs on two cores or more).
 test-parallel: lint typecheck
-	$(BIN)/pytest -n 2 --dist loadfile --cov --cov-report=
+	$(PYTEST_COV) -n 2 --dist loadfile
 
 # What the API knows of torchvision, timm and the marker registry without importing them
 # (src/zootriage/core/catalogue/*.json): rewrite after upgrading a library or adding a marker.
