@@ -106,3 +106,31 @@ def test_state_dict_with_its_own_class_count(tmp_path: Path, arch: str, classes:
     x = torch.rand(2, 3, 224, 224)
     with torch.inference_mode():
         torch.testing.assert_close(model.module(x)[1], reference(x))
+
+
+def test_torchvision_is_imported_only_where_a_model_or_dataset_needs_it(tmp_path: Path) -> None:
+    """The worker's own process, the scoring code and a torchvision dataset's static check import
+    neither torchvision nor torch.export (each pulls in torch._dynamo: together about 2 s of every
+    worker's start); loading a torchvision model imports torchvision (here weights missing from an
+    empty cache: refused once torchvision has named the file)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; import zootriage.worker.tasks, zootriage.core.scoring\n"
+        "from zootriage.core.data.folders import check_torchvision_name\n"
+        "from zootriage.core.zoo.loader import load_model\n"
+        "from zootriage.core.zoo.refs import parse_model_ref\n"
+        "check_torchvision_name('CIFAR10')\n"
+        "try:\n    check_torchvision_name('LSUN')\n"
+        "except Exception as exc:\n    print(type(exc).__name__)\n"
+        "print('torchvision' in sys.modules, 'torch._dynamo' in sys.modules)\n"
+        "try:\n    load_model(parse_model_ref('tv:resnet18.IMAGENET1K_V1'))\n"
+        "except Exception as exc:\n    print(type(exc).__name__)\n"
+        "print('torchvision' in sys.modules)\n"
+    )
+    env = {**os.environ, "TORCH_HOME": str(tmp_path / "torch")}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, env=env)
+    expected = ["UnknownDataset", "False", "False", "WeightsNotAvailable", "True"]
+    assert out.stdout.split() == expected, out.stderr

@@ -16,7 +16,7 @@ import numpy as np
 
 from zootriage.core.data.archives import ArchiveLimits, check_archive
 from zootriage.core.data.builtin import CLASS_COUNTS, builtin_split
-from zootriage.core.data.folders import torchvision_class
+from zootriage.core.data.folders import check_torchvision_name
 from zootriage.core.data.refs import AnyDatasetRef, ArchiveRef, BuiltinRef, FolderRef, Sampling
 from zootriage.core.data.roots import resolve_under_roots
 from zootriage.core.data.sampling import choose_classes
@@ -46,7 +46,7 @@ def check_dataset(
         if not folder.is_dir():
             raise UnknownDataset(f"{where!r} is not a folder")
         return sampling.classes
-    torchvision_class(ref.name)
+    check_torchvision_name(ref.name)
     folder, _ = resolve_under_roots(ref.path, root_paths)
     if not folder.is_dir():
         raise UnknownDataset(f"{ref.path!r} is not a folder")

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torchvision.datasets
 
 from zootriage.core.data.images import FileLoader, ImageSet, Picture
 from zootriage.core.data.roots import ensure_inside, resolve_under_roots
 from zootriage.core.errors import BadSampling, UnknownDataset
+
+if TYPE_CHECKING:
+    import torchvision.datasets
 
 # torchvision dataset classes that read a local folder with (root, train|split, download) alone and
 # expose their labels; any other class (LSUN needs an extra module, CelebA has no single label) is refused.
@@ -64,7 +66,7 @@ class TorchvisionLoader:
 
     def dataset(self) -> Any:
         if self._dataset is None:
-            self._dataset = getattr(torchvision.datasets, self.name)(**self.kwargs)
+            self._dataset = torchvision_class(self.name)(**self.kwargs)
         return self._dataset
 
     def __call__(self, index: int) -> Picture:
@@ -72,11 +74,19 @@ class TorchvisionLoader:
         return image
 
 
-def torchvision_class(name: str) -> type[torchvision.datasets.VisionDataset]:
-    """The supported torchvision dataset class ``name``, or ``UnknownDataset``."""
+def check_torchvision_name(name: str) -> None:
+    """``UnknownDataset`` unless ``name`` is a supported torchvision dataset class (by name alone:
+    torchvision is not imported)."""
     if name not in TORCHVISION_CLASSES:
         supported = ", ".join(TORCHVISION_CLASSES)
         raise UnknownDataset(f"torchvision has no supported dataset class {name!r} (supported: {supported})")
+
+
+def torchvision_class(name: str) -> type[torchvision.datasets.VisionDataset]:
+    """The supported torchvision dataset class ``name``, or ``UnknownDataset``."""
+    check_torchvision_name(name)
+    import torchvision.datasets  # here, not at the top: a worker's own process never needs torchvision
+
     cls: type[torchvision.datasets.VisionDataset] = getattr(torchvision.datasets, name)
     return cls
 

@@ -19,9 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image
-from torchvision.io import ImageReadMode, decode_image
-from torchvision.transforms import InterpolationMode
-from torchvision.transforms.v2 import functional as F
 
 from zootriage.core.errors import BadImage
 from zootriage.core.zoo.preprocess import Preprocess
@@ -124,6 +121,8 @@ def decode(data: bytes, name: str, max_pixels: int) -> Picture:
         if image.width * image.height > max_pixels:
             raise BadImage(f"{name}: {image.width}×{image.height} pixels is over the {max_pixels} limit")
         if image.format in _TORCH_DECODES:
+            from torchvision.io import ImageReadMode, decode_image
+
             with warnings.catch_warnings():  # deprecated in favour of TorchCodec; pinned torchvision has it
                 warnings.simplefilter("ignore", DeprecationWarning)
                 pixels = torch.frombuffer(bytearray(data), dtype=torch.uint8)
@@ -136,6 +135,9 @@ def decode(data: bytes, name: str, max_pixels: int) -> Picture:
 
 def fit(picture: Picture, pre: Preprocess) -> torch.Tensor:
     """uint8 (C, H, W) at the model's crop size: channels converted, resized, centre-cropped."""
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.v2 import functional as F
+
     if isinstance(picture, Image.Image):
         tensor = F.pil_to_tensor(picture.convert("L" if pre.channels == 1 else "RGB"))
     elif isinstance(picture, torch.Tensor):
@@ -163,7 +165,9 @@ def _match_channels(tensor: torch.Tensor, channels: int) -> torch.Tensor:
     if tensor.shape[0] == 1 and channels == 3:
         return tensor.expand(3, -1, -1).contiguous()
     if tensor.shape[0] == 3 and channels == 1:
-        return F.rgb_to_grayscale(tensor)
+        from torchvision.transforms.v2.functional import rgb_to_grayscale
+
+        return rgb_to_grayscale(tensor)
     return tensor
 
 

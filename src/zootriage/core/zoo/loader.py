@@ -12,11 +12,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from zootriage.core.zoo import torchvision_zoo
 from zootriage.core.zoo.archive_check import checked_copy
 from zootriage.core.zoo.penultimate import HeadInputPenultimate, TimmPenultimate, find_output_linear
 from zootriage.core.zoo.preprocess import Preprocess, from_torchvision
-from zootriage.core.zoo.programs import load_program
 from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef, TimmRef, TorchvisionRef
 from zootriage.core.zoo.state_dicts import head_classes, load_strict, replace_head
 from zootriage.core.zoo.weights import read_state_dict, sha256_file
@@ -67,6 +65,8 @@ def load_model(ref: AnyModelRef) -> LoadedModel:
 
 
 def _torchvision(ref: TorchvisionRef) -> LoadedModel:
+    from zootriage.core.zoo import torchvision_zoo  # torchvision: imported by the jobs that use it
+
     weights = torchvision_zoo.weights_enum(ref.arch, ref.weights)
     path = torchvision_zoo.weights_file(weights)
     meta = torchvision_zoo.metadata(weights)
@@ -103,6 +103,8 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
         state = read_state_dict(loadable)
     module: nn.Module
     if ref.library == "torchvision":
+        from zootriage.core.zoo import torchvision_zoo
+
         model = torchvision_zoo.build(ref.architecture, 1000)
         preprocess = ref.preprocess or _torchvision_default_preprocess(ref.architecture)
         head = find_output_linear(model, (preprocess.channels, *preprocess.crop))
@@ -128,6 +130,8 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
 
 
 def _program(ref: CheckpointRef) -> LoadedModel:
+    from zootriage.core.zoo.programs import load_program  # torch.export: imported by the jobs that use it
+
     path = Path(ref.path)
     with _checked(path) as loadable:
         program = load_program(loadable, ref.penultimate_node, ref.preprocess, ref.label_space)
@@ -152,6 +156,8 @@ def _head_input(model: nn.Module, preprocess: Preprocess) -> tuple[nn.Module, st
 
 
 def _torchvision_default_preprocess(arch: str) -> Preprocess:
+    from zootriage.core.zoo import torchvision_zoo
+
     return from_torchvision(torchvision_zoo.weights_enum(arch, "DEFAULT").transforms())
 
 
