@@ -21,7 +21,7 @@ import torchvision
 from safetensors.torch import save_file
 
 from zootriage.core.data.builtin import open_builtin
-from zootriage.core.data.images import FittedImages
+from zootriage.core.data.fitting import FittedImages
 from zootriage.core.device import resolve_device
 from zootriage.core.features import extract
 from zootriage.core.zoo.loader import load_model

@@ -1,6 +1,8 @@
 """The API process starts without torch, timm, torchvision, numpy, scipy, scikit-learn or matplotlib:
 it checks and labels requests from the published catalogues (``core.catalogue``), and the requests
-that compute (decisions, back-tests, plots) import what they need when they are asked.
+that compute (decisions, back-tests, plots) import what they need when they are asked. Taking an upload
+and queueing a job on it never imports torch: the file is hashed and checked statically, the dataset
+checked without decoding an image.
 
 The app is built as ``zootriage serve`` builds it (``zootriage.app.main:create_app``, uvicorn's
 factory) in a fresh interpreter, on a fresh SQLite database, and started (its lifespan runs)."""
@@ -31,11 +33,22 @@ with TestClient(create_app()) as client:
     started = heavy()
     pairs = client.get("/v1/recommendations", params={{"dataset": "builtin:digits", "limit": 100}})
     after_list = heavy()
+    with open(sys.argv[1], "rb") as weights:
+        uploaded = client.post("/v1/checkpoints", files={{"file": ("resnet18.pt", weights.read())}})
+    job = client.post("/v1/jobs", json={{
+        "model": {{"source": "checkpoint", "path": uploaded.json().get("model_path"),
+                   "library": "torchvision", "architecture": "resnet18"}},
+        "dataset": {{"source": "builtin", "name": "digits"}},
+        "sampling": {{"per_class": 10}},
+    }})
+    after_submit = heavy()
     study = client.get("/backtests/study")
 print(json.dumps({{
     "started": started,
     "pairs": [pairs.status_code, [item["architecture"] for item in pairs.json()["items"]]],
     "after_list": after_list,
+    "submitted": [uploaded.status_code, job.status_code, job.text[:300]],
+    "after_submit": sorted({{name.split(".")[0] for name in after_submit}}),
     "study": [study.status_code, "The evidence" in study.text],
     "after_study": sorted({{name.split(".")[0] for name in heavy()}}),
 }}))
@@ -43,6 +56,10 @@ print(json.dumps({{
 
 
 def _probe(tmp_path: Path) -> dict[str, Any]:
+    import torch
+
+    weights = tmp_path / "resnet18.pt"
+    torch.save({"fc.weight": torch.zeros(10, 512), "fc.bias": torch.zeros(10)}, weights)
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT / "src"),
@@ -52,7 +69,8 @@ def _probe(tmp_path: Path) -> dict[str, Any]:
     for name in ("ZOOTRIAGE_DATABASE_URL", "ZOOTRIAGE_BROKER_URL", "ZOOTRIAGE_HOST"):
         env.pop(name, None)
     out = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", PROBE, str(weights)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -68,6 +86,10 @@ def test_the_api_starts_light_and_computes_on_request(tmp_path: Path) -> None:
     assert found["pairs"] == [200, sorted(pair.arch for pair in v1_v2_pairs())]
     assert len(found["pairs"][1]) == 24
     assert found["after_list"] == []
+    # An upload and a job queued on it: accepted, and numpy (the builtin set's class draw) is all
+    # they loaded.
+    assert found["submitted"][:2] == [201, 202], found["submitted"]
+    assert found["after_submit"] == ["numpy"]
     # The study page computes with the back-test service: it works, and only then are numpy and
     # scipy loaded.
     assert found["study"] == [200, True]

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from zootriage.core.data.archives import ArchiveLimits
-from zootriage.core.data.images import fit
+from zootriage.core.data.fitting import fit
 from zootriage.core.data.open import open_dataset
 from zootriage.core.data.refs import parse_dataset_ref
 from zootriage.core.errors import (

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zootriage.core.data.images import FittedImages
+from zootriage.core.data.fitting import FittedImages
 from zootriage.core.data.open import open_dataset
 from zootriage.core.data.refs import Sampling, parse_dataset_ref
 from zootriage.core.data.sampling import sample

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import save_file
 
 from tests.conftest import SITE, LeNet5, export_program
-from zootriage.core.data.images import FittedImages
+from zootriage.core.data.fitting import FittedImages
 from zootriage.core.data.open import open_dataset
 from zootriage.core.data.refs import BuiltinRef, Sampling
 from zootriage.core.data.sampling import sample

@@ -14,7 +14,7 @@ from torchvision.transforms.functional import to_pil_image
 
 from tests.conftest import SITE
 from zootriage.core.data.builtin import open_builtin
-from zootriage.core.data.images import FittedImages, fit
+from zootriage.core.data.fitting import FittedImages, fit
 from zootriage.core.errors import UnknownModel, WeightsNotAvailable
 from zootriage.core.features import extract
 from zootriage.core.zoo import timm_zoo

@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from torchvision.transforms.functional import to_pil_image
 
 from zootriage.core.data.builtin import open_builtin
-from zootriage.core.data.images import fit
+from zootriage.core.data.fitting import fit
 from zootriage.core.errors import UnknownModel, WeightsNotAvailable
 from zootriage.core.zoo.loader import load_model
 from zootriage.core.zoo.refs import parse_model_ref

@@ -108,7 +108,7 @@ def extract(images: Any, chosen: Any, request: dict[str, Any]) -> dict[str, Any]
     import torch
     from safetensors.numpy import save_file
 
-    from zootriage.core.data.images import FittedImages
+    from zootriage.core.data.fitting import FittedImages
     from zootriage.core.features import extract as forward
     from zootriage.core.zoo.loader import load_model
     from zootriage.core.zoo.refs import validate_model_ref

@@ -23,13 +23,14 @@ from zootriage.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from zootriage.core.data.archives import ArchiveLimits
-    from zootriage.core.data.images import FittedImages, ImageSet
+    from zootriage.core.data.fitting import FittedImages
+    from zootriage.core.data.images import ImageSet
     from zootriage.core.data.open import open_dataset
     from zootriage.core.data.sampling import Sample, sample
 
 _HEAVY = {
     "ArchiveLimits": ".archives",
-    "FittedImages": ".images",
+    "FittedImages": ".fitting",
     "ImageSet": ".images",
     "open_dataset": ".open",
     "Sample": ".sampling",

@@ -1,9 +1,9 @@
-"""An indexable set of labelled images, and the per-image half of the weights' preprocessing.
+"""An indexable set of labelled images, and the loaders that fetch and decode image ``i``.
 
 Sources only say how to fetch image ``i``; nothing is decoded until a sampled index is asked for, so
-memory stays bounded by the batch. The geometric steps (channel conversion, resize, centre crop) run
-here, per image, in data-loading workers, on uint8 pixels; the arithmetic steps (scale to [0, 1],
-normalise) run per batch on the device (``core.features``).
+memory stays bounded by the batch. Fitting a decoded image to a model's input is
+:mod:`core.data.fitting`'s. torch and torchvision are imported where an image is decoded, not here: the
+API checks a dataset reference with these classes and never decodes an image.
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import torch
 from PIL import Image
 
 from zootriage.core.errors import BadImage
-from zootriage.core.zoo.preprocess import Preprocess
 
-Picture = Image.Image | np.ndarray | torch.Tensor  # a tensor is uint8 (C, H, W)
+if TYPE_CHECKING:
+    import torch
+
+Picture: TypeAlias = "Image.Image | np.ndarray | torch.Tensor"  # a tensor is uint8 (C, H, W)
 _TORCH_DECODES = {"JPEG", "PNG", "WEBP"}
 DEFAULT_MAX_PIXELS = 50_000_000  # refuse decompression bombs before decoding (PIL reads the size first)
 
@@ -121,6 +122,7 @@ def decode(data: bytes, name: str, max_pixels: int) -> Picture:
         if image.width * image.height > max_pixels:
             raise BadImage(f"{name}: {image.width}×{image.height} pixels is over the {max_pixels} limit")
         if image.format in _TORCH_DECODES:
+            import torch
             from torchvision.io import ImageReadMode, decode_image
 
             with warnings.catch_warnings():  # deprecated in favour of TorchCodec; pinned torchvision has it
@@ -131,57 +133,3 @@ def decode(data: bytes, name: str, max_pixels: int) -> Picture:
     except (OSError, RuntimeError, SyntaxError, Image.DecompressionBombError) as exc:
         raise BadImage(f"{name}: not a readable image ({exc})") from exc
     return image
-
-
-def fit(picture: Picture, pre: Preprocess) -> torch.Tensor:
-    """uint8 (C, H, W) at the model's crop size: channels converted, resized, centre-cropped."""
-    from torchvision.transforms import InterpolationMode
-    from torchvision.transforms.v2 import functional as F
-
-    if isinstance(picture, Image.Image):
-        tensor = F.pil_to_tensor(picture.convert("L" if pre.channels == 1 else "RGB"))
-    elif isinstance(picture, torch.Tensor):
-        tensor = _match_channels(picture, pre.channels)
-    else:
-        tensor = _array_to_chw(picture, pre.channels)
-    interpolation = InterpolationMode(pre.interpolation)
-    if pre.resize is None:
-        if tuple(tensor.shape[-2:]) != pre.crop:
-            tensor = F.resize(tensor, list(pre.crop), interpolation=interpolation, antialias=pre.antialias)
-        return tensor
-    size = [pre.resize] if isinstance(pre.resize, int) else list(pre.resize)
-    tensor = F.resize(tensor, size, interpolation=interpolation, antialias=pre.antialias)
-    return F.center_crop(tensor, list(pre.crop))
-
-
-def _array_to_chw(array: np.ndarray, channels: int) -> torch.Tensor:
-    tensor = torch.from_numpy(np.ascontiguousarray(array))
-    return _match_channels(tensor[None] if tensor.ndim == 2 else tensor.permute(2, 0, 1), channels)
-
-
-def _match_channels(tensor: torch.Tensor, channels: int) -> torch.Tensor:
-    """Grey to RGB by repeating, RGB to grey by ITU-R 601 luma (as PIL's ``convert("L")``)."""
-    tensor = tensor[:3]  # drop an alpha channel
-    if tensor.shape[0] == 1 and channels == 3:
-        return tensor.expand(3, -1, -1).contiguous()
-    if tensor.shape[0] == 3 and channels == 1:
-        from torchvision.transforms.v2.functional import rgb_to_grayscale
-
-        return rgb_to_grayscale(tensor)
-    return tensor
-
-
-class FittedImages(torch.utils.data.Dataset[tuple[torch.Tensor, int]]):
-    """The sampled images of an :class:`ImageSet`, fitted to the model's input size."""
-
-    def __init__(self, images: ImageSet, indices: np.ndarray, preprocess: Preprocess) -> None:
-        self.images = images
-        self.indices = indices
-        self.preprocess = preprocess
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __getitem__(self, position: int) -> tuple[torch.Tensor, int]:
-        index = int(self.indices[position])
-        return fit(self.images.loader(index), self.preprocess), int(self.images.labels[index])

@@ -18,11 +18,13 @@ import pickle
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from zootriage.core.errors import CheckpointNeedsCode, NotACheckpoint, TruncatedCheckpoint
 from zootriage.core.zoo.archive_check import check_file
+
+if TYPE_CHECKING:
+    import torch
 
 _HASHES: dict[tuple[str, int, int], str] = {}
 _WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "module")
@@ -78,6 +80,8 @@ def _read_torch_pickle(path: Path) -> dict[str, torch.Tensor]:
         raise NotACheckpoint(f"{path.name}: not a checkpoint (neither a torch zip nor a pickle)")
     if magic[:2] == b"PK" and not zipfile.is_zipfile(path):
         raise TruncatedCheckpoint(f"{path.name}: the torch zip archive is incomplete (truncated file?)")
+    import torch  # here: hashing a file (the API's part) needs no torch
+
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -94,6 +98,8 @@ def _read_torch_pickle(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _tensor_dict(obj: object, name: str) -> dict[str, torch.Tensor]:
+    import torch
+
     if isinstance(obj, Mapping):
         for key in _WRAPPER_KEYS:
             if isinstance(obj.get(key), Mapping):
