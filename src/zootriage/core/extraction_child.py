@@ -50,14 +50,16 @@ def warm_up() -> list[str]:
     context. Returns the devices warmed.
 
     A child started for a job that already waits (``JOB_WAITING_ENV``) does the imports every job
-    needs alone (not timm's: a timm job imports it when it loads its model): the rest is for any job,
-    and this one opens its own dataset and modules when it asks (decoding every builtin set and
-    importing the export modules took about 2 s of such a child's start on the 2-core build machine,
-    before its job could begin). It warms no device."""
+    needs alone (not the loaders of timm, torchvision models or torch.export programs: a job imports
+    the one it uses when it loads its model): the rest is for any job, and this one opens its own
+    dataset and modules when it asks (decoding every builtin set and importing the export modules
+    took about 2 s of such a child's start on the 2-core build machine, before its job could begin).
+    It warms no device."""
     import safetensors.numpy  # noqa: F401
     import torch
     import torchvision  # noqa: F401
 
+    import zootriage.core.data.fitting  # every job fits its images (torchvision's v2 transforms)
     import zootriage.core.features
     import zootriage.core.zoo.loader
     from zootriage.core.data.builtin import BUILTIN, open_builtin
@@ -65,7 +67,10 @@ def warm_up() -> list[str]:
     if os.environ.get(JOB_WAITING_ENV) == "1":
         return []
 
-    import zootriage.core.zoo.timm_zoo  # noqa: F401  (timm: 0.4 s a timm job would wait for)
+    # What the loader imports only for the models that need them (core.zoo.loader), for any job here:
+    import zootriage.core.zoo.programs
+    import zootriage.core.zoo.timm_zoo  # timm: 0.4 s a timm job would wait for
+    import zootriage.core.zoo.torchvision_zoo  # noqa: F401
 
     for name in BUILTIN:
         try:
