@@ -155,24 +155,30 @@ class Cancelled(Exception):
 
 
 def test_an_exception_in_the_parent_kills_the_child_and_removes_its_folder() -> None:
-    """A cancel reaches the computation as an exception from the progress callback."""
+    """A cancel reaches the computation as an exception from the progress callback. The child's folder
+    is the sleeper's working directory, read from the host's ``/proc`` (other children of this and
+    other test processes have folders of their own meanwhile)."""
     tag = _tag()
     seen: dict[str, Any] = {}
-    before = set(Path(tempfile.gettempdir()).glob("zootriage-child-*"))
 
     def cancel(stage: str, done: int, _total: int) -> None:
         deadline = time.monotonic() + 30  # the sleeper is started just before this message: let it exec
         while not _running(tag) and time.monotonic() < deadline:
             time.sleep(0.1)
-        seen["running"] = _running(tag)
-        seen["folders"] = set(Path(tempfile.gettempdir()).glob("zootriage-child-*")) - before
+        sleeper = _sleeper(tag)
+        seen["running"] = sleeper is not None
+        seen["folder"] = Path(os.readlink(f"/proc/{sleeper}/cwd")) if sleeper else None
+        seen["existed"] = seen["folder"] is not None and (seen["folder"] / "stderr.log").is_file()
         raise Cancelled
 
     with pytest.raises(Cancelled):
         run_isolated(PROBE, {"mode": "hang", "tag": tag}, _keep, on_progress=cancel)
     assert seen["running"]  # the survivor to be was there ...
     assert _gone(tag)  # ... and is gone with the sandbox
-    assert seen["folders"] and not any(folder.exists() for folder in seen["folders"])
+    folder = seen["folder"]
+    assert folder.parent == Path(tempfile.gettempdir()).resolve()
+    assert folder.name.startswith("zootriage-child-") and seen["existed"]  # the child's, while it ran
+    assert not folder.exists()
 
 
 def test_a_killed_worker_takes_its_child_with_it() -> None:
@@ -204,7 +210,8 @@ def _tag() -> str:
     return f"{600 + uuid.uuid4().int % 10**6 / 10**7:.7f}"
 
 
-def _running(tag: str) -> bool:
+def _sleeper(tag: str) -> int | None:
+    """The host pid of the live ``sleep <tag>``, if there is one."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -213,8 +220,12 @@ def _running(tag: str) -> bool:
             except (OSError, IndexError):
                 continue
             if argv[:2] == [b"sleep", tag.encode()] and state not in ("Z", "X"):
-                return True
-    return False
+                return int(entry.name)
+    return None
+
+
+def _running(tag: str) -> bool:
+    return _sleeper(tag) is not None
 
 
 def _gone(tag: str) -> bool:
