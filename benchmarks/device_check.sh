@@ -13,21 +13,22 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
-dry_run=$([ "${1:-}" = "--dry-run" ] && echo 1 || echo 0)
-if [ "$dry_run" = 0 ] && [ -d .whl ]; then
-    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || exit 1
-fi
-export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}:/tmp/site" PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/device-check}
 mkdir -p "$out"
-status=0
-if [ "$dry_run" = 1 ]; then
-    timeout 300 "$python" benchmarks/gpu_check.py --small --skip-tests 2>&1 | tee "$out/gpu_check.log" || status=1
-    timeout 300 "$python" benchmarks/warm_job.py --rounds 1 2>&1 | tee "$out/warm_job.log" || status=1
-    exit $status
+if [ "${1:-}" = "--dry-run" ]; then
+    gpu_args=(--small --skip-tests)
+    warm_args=(--rounds 1)
+else
+    if [ -d .whl ]; then
+        "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site .whl/*.whl || exit 1
+    fi
+    gpu_args=()
+    warm_args=(--model resnet50 --rounds 2)
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$out/gpu.txt"
 fi
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$out/gpu.txt"
-timeout 330 "$python" benchmarks/gpu_check.py 2>&1 | tee "$out/gpu_check.log" || status=1
-timeout 200 "$python" benchmarks/warm_job.py --model resnet50 --rounds 2 2>&1 | tee "$out/warm_job.log" || status=1
+export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}:/tmp/site" PYTHONUNBUFFERED=1
+status=0
+timeout 330 "$python" benchmarks/gpu_check.py "${gpu_args[@]}" 2>&1 | tee "$out/gpu_check.log" || status=1
+timeout 200 "$python" benchmarks/warm_job.py "${warm_args[@]}" 2>&1 | tee "$out/warm_job.log" || status=1
 exit $status
