@@ -9,9 +9,10 @@ from contextlib import contextmanager
 
 from alembic import command
 from alembic.config import Config
+from psycopg.errors import DeadlockDetected
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from tests.integration.servers import RedisServer
 from zootriage.app.db import models
@@ -53,6 +54,19 @@ def wipe_tables(url: str) -> None:
     syncs them: 0.8 s for these tables on this machine, twice per test (``clean_db``); the DELETEs of
     a test's few rows take milliseconds. Should the DELETEs ever trip on a foreign key (a cycle between
     tables has no dependants-first order), the TRUNCATE does it."""
+    for attempt in range(5):
+        try:
+            _wipe(url)
+            return
+        except OperationalError as error:
+            # PostgreSQL ends one side of a lock cycle (a stack's late write holding one table while
+            # it waits for another that the LOCK TABLE already holds): the wipe's whole transaction
+            # rolled back, so it is simply taken again, now that the other side has finished.
+            if not isinstance(error.orig, DeadlockDetected) or attempt == 4:
+                raise
+
+
+def _wipe(url: str) -> None:
     tables = models.Base.metadata.sorted_tables
     names = ", ".join(f'"{table.name}"' for table in tables)
     try:
