@@ -38,17 +38,20 @@ imports: install
 # --random-order-seed=N replays one), the 15 slowest tests, a 15-minute limit per test; the package's line
 # coverage, failing under the floor in pyproject.toml ([tool.coverage.report] fail_under).
 # The suite runs on TEST_PROCESSES processes (pytest-xdist): 2 where the machine has two cores or more,
-# else 0 (no workers: one process). Each process has its own databases, Redis and stacks, and a
-# module's tests stay together on one (--dist loadfile: its module-scoped fixtures are made once). One
-# process keeps most of a second core idle (its tests wait for the stacks and children they start;
-# docs/test_suite.md), so two finish in about two thirds of the time. `make test-serial` runs the same
-# suite on one process, where a seed replays the whole order exactly.
+# else 0 (no workers: one process). Each process has its own databases, Redis and stacks, a module's
+# tests stay together on one (--dist loadfile: its module-scoped fixtures are made once), and the
+# processes take the modules marked slow first (--no-loadscope-reorder keeps the order that
+# tests/conftest.py sets), so the run ends on short modules. One process keeps most of a second core
+# idle (its tests wait for the stacks and children they start; docs/test_suite.md), so two finish in
+# about two thirds of the time. `make test-serial` runs the same suite on one process, where a seed
+# replays the whole order exactly.
+TEST_DISTRIBUTION := --dist loadfile --no-loadscope-reorder
 TEST_PROCESSES ?= $(shell [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 0)
 PYTEST_COV := $(BIN)/pytest --cov --cov-report=
 COVERAGE_LINE = @echo "line coverage: $$($(BIN)/coverage report --format=total --fail-under=0) % (floor: pyproject.toml)"
 
 test: lint typecheck imports
-	$(PYTEST_COV) -n $(TEST_PROCESSES) --dist loadfile
+	$(PYTEST_COV) -n $(TEST_PROCESSES) $(TEST_DISTRIBUTION)
 	$(COVERAGE_LINE)
 
 test-serial: lint typecheck imports
@@ -57,7 +60,7 @@ test-serial: lint typecheck imports
 
 # Two processes whatever the machine has (what `make test` runs on two cores or more).
 test-parallel: lint typecheck
-	$(PYTEST_COV) -n 2 --dist loadfile
+	$(PYTEST_COV) -n 2 $(TEST_DISTRIBUTION)
 
 # What the API knows of torchvision, timm and the marker registry without importing them
 # (src/zootriage/core/catalogue/*.json): rewrite after upgrading a library or adding a marker.

@@ -35,6 +35,8 @@ from zootriage.app.storage import feature_store
 from zootriage.core.markers import list_markers
 from zootriage.core.storage import LocalStore, feature_entry
 
+pytestmark = pytest.mark.slow  # real jobs, one sandboxed child each
+
 # Disjoint repeats (20 images per class = 5 repeats × 4 points): every marker gets a std.
 PROTOCOL = {"n_t": 40, "points_per_class": 4, "repeats": 5, "seed": 7}
 SAMPLING = {"per_class": 20, "split": "test"}

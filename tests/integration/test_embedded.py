@@ -10,8 +10,11 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.integration.stack import free_port
+
+pytestmark = pytest.mark.slow  # the embedded service started and a job scored
 
 
 def test_the_embedded_service_scores_a_job(tmp_path: Path, mnist_program: Path) -> None:

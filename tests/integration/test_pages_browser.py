@@ -30,7 +30,7 @@ from tests.integration.stack import Stack
 from zootriage.app.db.models import Job, Marker, Run
 from zootriage.app.db.session import session_scope
 
-pytestmark = [pytest.mark.integration, pytest.mark.browser]
+pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.slow]  # Chromium against the stack
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 

@@ -14,6 +14,8 @@ from tests.conftest import MNIST_RAW
 from tests.integration.jobs import run_job
 from zootriage.app.settings import Settings
 
+pytestmark = pytest.mark.slow  # real jobs, one sandboxed child each
+
 
 def test_another_preprocessing_or_label_space_is_another_run(
     client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, digit_programs: dict[str, Path]

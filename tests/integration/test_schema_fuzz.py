@@ -14,6 +14,8 @@ from schemathesis.checks import not_a_server_error
 from zootriage.app.main import create_app
 from zootriage.app.settings import Settings
 
+pytestmark = pytest.mark.slow  # every operation fuzzed, 30 examples each
+
 
 @pytest.fixture(scope="module")
 def api_schema(settings: Settings, redis_server: str) -> schemathesis.BaseSchema:

@@ -12,6 +12,8 @@ from tests.scripts import run_main
 from zootriage.app.cli import app, main
 from zootriage.core import scoring
 
+pytestmark = pytest.mark.slow  # `zootriage score` runs, sandboxed children
+
 runner = CliRunner()
 
 

@@ -21,6 +21,8 @@ from zootriage.core.scoring import score
 from zootriage.core.zoo.refs import parse_model_ref
 from zootriage.core.zoo.weights import sha256_file
 
+pytestmark = pytest.mark.slow  # real scorings, one sandboxed child each
+
 QUICK = Protocol(points_per_class=20, n_t=100, seed=0)
 
 

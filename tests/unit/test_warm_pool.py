@@ -25,6 +25,8 @@ from zootriage.core.scoring import Extracted, extract_features
 from zootriage.core.warm_pool import WarmPool
 from zootriage.core.zoo.refs import parse_model_ref
 
+pytestmark = pytest.mark.slow  # sandboxed children started, warm and cold
+
 
 def _wait_ready(pool: WarmPool, count: int) -> None:
     deadline = time.monotonic() + 120
