@@ -51,9 +51,11 @@ def test_wiping_the_tables_survives_a_deadlock_with_a_late_write() -> None:
 
 
 def _wait_for_a_lock_wait(engine: Engine, query_start: str) -> None:
-    """Until a session whose query starts with ``query_start`` waits for a lock (10 s at most)."""
+    """Until a session of this database whose query starts with ``query_start`` waits for a lock (10 s
+    at most; other databases are other processes' tests)."""
     waiting = text(
-        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE :start"
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND query LIKE :start"
     )
     deadline = time.monotonic() + 10
     with engine.connect() as probe:
