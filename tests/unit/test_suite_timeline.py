@@ -1,0 +1,48 @@
+"""benchmarks/suite_timeline.py reads the two processes' logs into the figures it prints."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "suite_timeline.py"
+
+
+@pytest.fixture(scope="module")
+def timeline_module() -> dict:
+    import sys
+
+    sys.path.insert(0, str(SCRIPT.parent))  # it imports suite_cost, as `python SCRIPT` finds it
+    try:
+        return runpy.run_path(str(SCRIPT))
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+
+
+def test_the_gap_the_busy_cores_and_each_process_last_module(timeline_module: dict) -> None:
+    """Two processes: gw0 ends at 110 s on b.py, gw1 at 100 s on c.py; the machine's CPU counter goes
+    from 1,000 s at the first test's start (10 s) to 1,180 s at the last end (110 s): 1.8 cores."""
+    logs = {
+        "gw0": [
+            "start 0.0 990.0",
+            "collected 8.0 1000.0",
+            "test 10.0 60.0 1000.0 1090.0 tests/a.py::t",
+            "test 60.0 110.0 1090.0 1180.0 tests/b.py::t[x y]",
+        ],
+        "gw1": ["start 0.5 990.0", "collected 9.0 1000.0", "test 11.0 100.0 1001.0 1170.0 tests/c.py::t"],
+    }
+    timeline = timeline_module["read_timeline"](logs)
+    assert [(p.name, p.collected, p.last_end, p.last_module) for p in timeline.processes] == [
+        ("gw0", 8.0, 110.0, "tests/b.py"),
+        ("gw1", 9.0, 100.0, "tests/c.py"),
+    ]
+    assert timeline.end_gap_s == pytest.approx(10.0)
+    assert timeline.tests_wall_s == pytest.approx(100.0)
+    assert timeline.cores_busy == pytest.approx(1.8)
+
+
+def test_logs_without_a_test_are_an_error(timeline_module: dict) -> None:
+    with pytest.raises(ValueError, match="no test"):
+        timeline_module["read_timeline"]({"gw0": ["start 0.0 1.0"]})
