@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import runpy
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,9 +20,22 @@ def run_script(path: Path, args: list[str], capsys: pytest.CaptureFixture[str]) 
     """The exit status (0 when it returned) and stderr of ``path`` run with ``args``; any exception
     other than ``SystemExit`` propagates, so a traceback fails the test. The script's folder is first
     on ``sys.path`` while it runs, as ``python SCRIPT`` puts it (a benchmark imports its neighbours)."""
+    with _folder_on_path(path):
+        return run_main(lambda: runpy.run_path(str(path), run_name="__main__"), [str(path), *args], capsys)
+
+
+def load_script(path: Path) -> dict[str, Any]:
+    """The names ``path`` defines, loaded as a module (its ``__main__`` block not run), its folder on
+    ``sys.path`` meanwhile as for :func:`run_script`."""
+    with _folder_on_path(path):
+        return runpy.run_path(str(path))
+
+
+@contextmanager
+def _folder_on_path(path: Path) -> Iterator[None]:
     sys.path.insert(0, str(path.parent))
     try:
-        return run_main(lambda: runpy.run_path(str(path), run_name="__main__"), [str(path), *args], capsys)
+        yield
     finally:
         sys.path.remove(str(path.parent))
 

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "suite_timeline.py"
 
 
 @pytest.fixture(scope="module")
-def timeline_module() -> dict:
-    import sys
-
-    sys.path.insert(0, str(SCRIPT.parent))  # it imports suite_cost, as `python SCRIPT` finds it
-    try:
-        return runpy.run_path(str(SCRIPT))
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+def timeline_module() -> dict[str, Any]:
+    return load_script(SCRIPT)  # it imports suite_cost, as `python SCRIPT` finds it
 
 
-def test_the_gap_the_busy_cores_and_each_process_last_module(timeline_module: dict) -> None:
+def test_the_gap_the_busy_cores_and_each_process_last_module(timeline_module: dict[str, Any]) -> None:
     """Two processes: gw0 ends at 110 s on b.py, gw1 at 100 s on c.py; the machine's CPU counter goes
     from 1,000 s at the first test's start (10 s) to 1,180 s at the last end (110 s): 1.8 cores."""
     logs = {
@@ -43,6 +39,6 @@ def test_the_gap_the_busy_cores_and_each_process_last_module(timeline_module: di
     assert timeline.cores_busy == pytest.approx(1.8)
 
 
-def test_logs_without_a_test_are_an_error(timeline_module: dict) -> None:
+def test_logs_without_a_test_are_an_error(timeline_module: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="no test"):
         timeline_module["read_timeline"]({"gw0": ["start 0.0 1.0"]})
