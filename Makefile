@@ -38,8 +38,9 @@ imports: install
 # --random-order-seed=N replays one), the 15 slowest tests, a 15-minute limit per test; the package's line
 # coverage, failing under the floor in pyproject.toml ([tool.coverage.report] fail_under).
 # The suite runs on TEST_PROCESSES processes (pytest-xdist): 2 where the machine has two cores or more,
-# else 0 (no workers: one process). Each process has its own databases, Redis and stacks, a module's
-# tests stay together on one (--dist loadfile: its module-scoped fixtures are made once), and the
+# else 0 (no workers: one process). Each process has its own databases and Redis, a module's tests
+# stay together on one (--dist loadfile: its module-scoped fixtures are made once), the modules under
+# tests/integration/stacks/ together on one (tests/scheduling.py: each running stack starts once), and the
 # processes take the modules marked slow first (--no-loadscope-reorder keeps the order that
 # tests/conftest.py sets), so the run ends on short modules. One process keeps most of a second core
 # idle (its tests wait for the stacks and children they start; docs/test_suite.md), so two finish in

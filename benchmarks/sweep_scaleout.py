@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from tests.conftest import MNIST_RAW, export_program  # noqa: E402
 from tests.integration.databases import private_redis, scratch_database  # noqa: E402
 from tests.integration.stack import free_port  # noqa: E402
-from tests.integration.test_sweeps_stack import TinyCnn  # noqa: E402
+from tests.integration.stacks.test_sweeps_stack import TinyCnn  # noqa: E402
 from zootriage.app.migrate import upgrade_to_head  # noqa: E402
 
 

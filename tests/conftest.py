@@ -61,6 +61,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` with the modules that share the running stacks in one unit
+    (``tests.scheduling``); any other distribution is xdist's own."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from tests.scheduling import SharedStacksScheduling
+
+    return SharedStacksScheduling(config, log)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("gpu") is not None and not torch.cuda.is_available():
         pytest.skip("needs a CUDA device (runs on the GPU machine)")

@@ -225,7 +225,7 @@ def start_triage_stack(settings: Settings, redis_server: str, folder: Path) -> T
     )
     logs = folder / "logs"
     logs.mkdir()
-    # Two warm children, as the session's stack (conftest.stack): test_triage_stack.py and
+    # Two warm children, as the session's stack (stacks/conftest.py: stack): test_triage_stack.py and
     # test_cli_client.py 47.4 s -> 43.0 s.
     stack = start_stack(
         own, logs, TORCH_HOME=str(torch_home), ZOOTRIAGE_BROKER_VISIBILITY_TIMEOUT_S="60",

@@ -34,7 +34,7 @@ from zootriage.app.migrate import alembic_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # What the Dockerfile's first stage copies:
 SHIPPED = ("pyproject.toml", "README.md", "src")
 
