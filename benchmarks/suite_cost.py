@@ -5,8 +5,9 @@ Runs pytest as ``make test`` does (``--cov``, the options of pyproject.toml; pyt
 clock and the CPU time of the whole machine (``/proc/stat``: the test process, its stacks' API and
 worker processes and their sandboxed children alike). Prints the totals, the floor that the CPU time
 sets on a run over the machine's cores (CPU seconds / cores: every core busy all the run), the ratio
-wall / floor, and the modules that cost the most CPU. On an idle machine the CPU counted is the
-suite's; other users' work would be counted too.
+wall / floor, and the modules that cost the most CPU, with the machine's speed before and after the run
+(``machine_speed_s``). On an idle machine the CPU counted is the suite's; other users' work would be
+counted too.
 
     .venv/bin/python benchmarks/suite_cost.py [--top 25] [--save costs.json] [-- PYTEST ARGS]
 """
@@ -16,6 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -34,6 +38,27 @@ def machine_cpu_s() -> float:
         fields = [int(value) for value in stat.readline().split()[1:9]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     return (user + nice + system + irq + softirq + steal) / TICKS
+
+
+def child_cpu_s(code: str) -> float:
+    """CPU seconds (user and system) that a fresh ``python -c CODE`` of this interpreter takes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", code], check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def machine_speed_s(rounds: int = 3) -> float:
+    """The machine's speed now, as the median CPU seconds of ``import torch, torchvision`` in a fresh
+    interpreter: 2.8-3.0 s on the 2-core build machine at its fast hours and up to 5.5 s at its slow
+    ones (2026-12-05). The suite's CPU and wall stretch with it (its processes are mostly such starts),
+    so runs made hours apart compare only alongside it."""
+    return statistics.median(child_cpu_s("import torch, torchvision") for _ in range(rounds))
+
+
+def speed_line(before: float, after: float) -> str:
+    return (f"machine speed: import torch, torchvision took {before:.2f} s of CPU before the run, "
+            f"{after:.2f} s after")
 
 
 class Watch:
@@ -79,10 +104,12 @@ def main() -> None:
         parser.error("--top must be at least 1")
     os.chdir(ROOT)
     watch = Watch()
+    speed = machine_speed_s()
     wall, cpu = time.monotonic(), machine_cpu_s()
     code = pytest.main(["--cov", "--cov-report=", *args.pytest_args], plugins=[watch])
     wall, cpu = time.monotonic() - wall, machine_cpu_s() - cpu
     report(watch, wall, cpu, args.top)
+    print(speed_line(speed, machine_speed_s()))
     if args.save:
         tests = [
             {"test": nodeid, "began": began, "wall_s": w, "cpu_s": c} for nodeid, w, c, began in watch.tests

@@ -5,7 +5,9 @@ pytest arguments after ``--`` replace the default of the whole suite), with this
 plugin in each xdist process: around every test it writes the wall clock and the whole machine's CPU
 time (``/proc/stat``, as ``suite_cost.py`` reads it). Prints each process's collection and last test's
 end, how far apart the two ended (the time one process sat idle at the end), and the cores the machine
-kept busy while tests ran: near 2 the run is bound by its CPU, and only less work shortens it.
+kept busy while tests ran: near 2 the run is bound by its CPU, and only less work shortens it; and the
+machine's speed before and after the run (``suite_cost.machine_speed_s``), without which runs made at
+different hours do not compare.
 
     .venv/bin/python benchmarks/suite_timeline.py [-- PYTEST ARGS]
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from suite_cost import machine_cpu_s
+from suite_cost import machine_cpu_s, machine_speed_s, speed_line
 
 HERE = Path(__file__).resolve().parent
 FOLDER_ENV = "SUITE_TIMELINE_DIR"
@@ -87,15 +89,15 @@ def read_timeline(logs: dict[str, list[str]]) -> Timeline:
         tests = [row for row in fields if row[0] == "test"]
         if not tests:
             continue
-        last = max(tests, key=lambda row: float(row[2]))
+        final = max(tests, key=lambda row: float(row[2]))
         processes.append(
             Process(
                 name,
                 marks.get("start", float(tests[0][1])),
                 marks.get("collected", float(tests[0][1])),
                 float(tests[0][1]),
-                float(last[2]),
-                last[5].split("::")[0],
+                float(final[2]),
+                final[5].split("::")[0],
             )
         )
         starts += [(float(row[1]), float(row[3])) for row in tests]
@@ -145,11 +147,13 @@ def main() -> None:
             "suite_timeline",
             *args.pytest_args,
         ]
+        speed = machine_speed_s()
         began = time.monotonic()
         code = subprocess.run(command, cwd=HERE.parent, env=env, check=False).returncode
         print(f"\npytest exited {code} after {time.monotonic() - began:.1f} s")
         logs = {path.stem: path.read_text().splitlines() for path in Path(folder).glob("*.log")}
     report(read_timeline(logs))
+    print(speed_line(speed, machine_speed_s()))
     sys.exit(code)
 
 

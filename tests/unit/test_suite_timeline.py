@@ -1,4 +1,5 @@
-"""benchmarks/suite_timeline.py reads the two processes' logs into the figures it prints."""
+"""benchmarks/suite_timeline.py reads the two processes' logs into the figures it prints; the machine's
+speed that it and suite_cost.py print with them."""
 
 from __future__ import annotations
 
@@ -42,3 +43,13 @@ def test_the_gap_the_busy_cores_and_each_process_last_module(timeline_module: di
 def test_logs_without_a_test_are_an_error(timeline_module: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="no test"):
         timeline_module["read_timeline"]({"gw0": ["start 0.0 1.0"]})
+
+
+def test_the_speed_gauge_counts_the_childs_cpu_not_its_wall() -> None:
+    """``suite_cost.child_cpu_s`` (what ``machine_speed_s`` measures, for both benchmarks): a child that
+    spins for about 0.3 s of CPU against one that sleeps 0.3 s."""
+    child_cpu_s = load_script(SCRIPT.with_name("suite_cost.py"))["child_cpu_s"]
+    spin = child_cpu_s("import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass")
+    sleep = child_cpu_s("import time; time.sleep(0.3)")
+    assert 0.29 <= spin <= 3.0, spin
+    assert sleep < spin - 0.2, (sleep, spin)
