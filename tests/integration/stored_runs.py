@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from zootriage.app.db.models import Job, Marker, Run
+from zootriage.app.db.models import Job, Marker, Run, RunTag
 from zootriage.app.db.run_key import request_key
 from zootriage.app.db.session import session_scope
 from zootriage.app.schemas.jobs import JobRequest
@@ -41,11 +41,14 @@ def stored_run(
     stds: Mapping[str, float | None] | None = None,
     undecidable: dict[str, str] | None = None,
     run_id: uuid.UUID | None = None,
+    name: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> uuid.UUID:
     """A run as the worker stores it; one of a real model carries the request key the API finds it by.
     Every marker carries a small std over the protocol's repeats unless ``stds`` says otherwise (None:
     no noise estimate), and
-    ``undecidable`` marks markers of a degenerate regime with their reason; ``run_id`` chooses its id."""
+    ``undecidable`` marks markers of a degenerate regime with their reason; ``run_id`` chooses its id,
+    ``name`` and ``tags`` its labels."""
     request = model and JobRequest.model_validate(
         {"model": model, "dataset": DIGITS, "sampling": SAMPLING.model_dump(), "protocol": protocol.to_dict()}
     )
@@ -56,6 +59,8 @@ def stored_run(
         run_key=hashlib.sha256(label.encode()).hexdigest(),
         request_key=request_key(normalised_request(request)) if request else None,
         model_ref=model or {"source": "checkpoint", "path": label},
+        name=name,
+        tags=[RunTag(key=key, value=value) for key, value in (tags or {}).items()],
         architecture=(model or {}).get("arch"),
         weights_sha256=hashlib.sha256(f"w-{label}".encode()).hexdigest(),
         dataset_ref=DIGITS,

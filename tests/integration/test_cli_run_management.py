@@ -52,12 +52,7 @@ def zootriage(*args: str) -> Result:
 
 
 def named_run(database_url: str, name: str, run_id: uuid.UUID | None = None) -> uuid.UUID:
-    run_id = stored_run(database_url, f"cli-{uuid.uuid4()}", MARKERS, run_id=run_id)
-    with session_scope(database_url) as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        run.name = name
-    return run_id
+    return stored_run(database_url, f"cli-{uuid.uuid4()}", MARKERS, run_id=run_id, name=name)
 
 
 def test_label_sets_and_clears_a_description_by_a_prefix(in_process: TestClient, clean_db: str) -> None:

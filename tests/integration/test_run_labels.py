@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from tests.integration.access import PUBLIC, app_client, stored_key
 from tests.integration.stored_runs import stored_run
 from zootriage.app.api_keys import Scope
-from zootriage.app.db.models import Run, RunTag
+from zootriage.app.db.models import Run
 from zootriage.app.db.session import session_scope
 from zootriage.app.settings import Settings
 
@@ -23,13 +23,7 @@ MARKERS: dict[str, float | None] = {"dimension": 2.0, "utilization": 0.4}
 
 
 def labelled_run(database_url: str, name: str | None, tags: dict[str, str]) -> uuid.UUID:
-    run_id = stored_run(database_url, f"labels-{uuid.uuid4()}", MARKERS)
-    with session_scope(database_url) as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        run.name = name
-        run.tags = [RunTag(key=k, value=v) for k, v in tags.items()]
-    return run_id
+    return stored_run(database_url, f"labels-{uuid.uuid4()}", MARKERS, name=name, tags=tags)
 
 
 def labels_in_db(database_url: str, run_id: uuid.UUID) -> tuple[str | None, dict[str, str]]:

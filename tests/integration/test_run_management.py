@@ -23,12 +23,7 @@ MARKERS: dict[str, float | None] = {"dimension": 2.0, "utilization": 0.4, "id_ac
 
 
 def named_run(database_url: str, name: str | None) -> uuid.UUID:
-    run_id = stored_run(database_url, f"manage-{uuid.uuid4()}", MARKERS)
-    with session_scope(database_url) as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        run.name = name
-    return run_id
+    return stored_run(database_url, f"manage-{uuid.uuid4()}", MARKERS, name=name)
 
 
 def listed(client: TestClient, query: str = "") -> list[str]:

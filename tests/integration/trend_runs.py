@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tests.integration.stored_runs import stored_run
 from zootriage.app.db import project_queries
-from zootriage.app.db.models import Run, RunTag
+from zootriage.app.db.models import Run
 from zootriage.app.db.session import session_scope
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -43,15 +43,14 @@ def trend_run(
 ) -> uuid.UUID:
     """A run named ``label``, stored ``day`` days after ``T0``, joined to ``projects``."""
     run_id = stored_run(
-        database_url, label, markers, stds=stds, fingerprint=fingerprint, undecidable=undecidable
+        database_url, label, markers, stds=stds, fingerprint=fingerprint, undecidable=undecidable,
+        name=label, tags=tags,
     )
     with session_scope(database_url) as session:
         run = session.get(Run, run_id)
         assert run is not None
-        run.name = label
         run.created_at = T0 + timedelta(days=day)
         run.architecture = architecture
-        run.tags = [RunTag(key=key, value=value) for key, value in (tags or {}).items()]
         if archived:
             run.archived_at = T0 + timedelta(days=day, hours=1)
         for name in projects:

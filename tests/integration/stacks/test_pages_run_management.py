@@ -22,12 +22,7 @@ MARKERS: dict[str, float | None] = {"dimension": 2.0, "utilization": 0.4}
 
 
 def named_run(database_url: str, name: str) -> uuid.UUID:
-    run_id = stored_run(database_url, f"pages-{uuid.uuid4()}", MARKERS)
-    with session_scope(database_url) as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        run.name = name
-    return run_id
+    return stored_run(database_url, f"pages-{uuid.uuid4()}", MARKERS, name=name)
 
 
 def state(database_url: str, run_id: uuid.UUID) -> tuple[str | None, bool]:
