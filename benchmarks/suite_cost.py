@@ -6,8 +6,8 @@ clock and the CPU time of the whole machine (``/proc/stat``: the test process, i
 worker processes and their sandboxed children alike). Prints the totals, the floor that the CPU time
 sets on a run over the machine's cores (CPU seconds / cores: every core busy all the run), the ratio
 wall / floor, and the modules that cost the most CPU, with the machine's speed before and after the run
-(``machine_speed_s``). On an idle machine the CPU counted is the suite's; other users' work would be
-counted too.
+(``machine_speed_s``) and the CPU time the host gave other guests during it (``steal_s``). On an idle
+machine the CPU counted is the suite's; other users' work would be counted too.
 
     .venv/bin/python benchmarks/suite_cost.py [--top 25] [--save costs.json] [-- PYTEST ARGS]
 """
@@ -32,12 +32,23 @@ ROOT = Path(__file__).resolve().parents[1]
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _cpu_ticks() -> list[int]:
+    """``/proc/stat``'s first eight counters for all CPUs: user, nice, system, idle, iowait, irq,
+    softirq, steal."""
+    with open("/proc/stat") as stat:
+        return [int(value) for value in stat.readline().split()[1:9]]
+
+
 def machine_cpu_s() -> float:
     """CPU seconds the machine has spent busy since boot: user, nice, system, irq, softirq, steal."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    user, nice, system, _idle, _iowait, irq, softirq, steal = _cpu_ticks()
     return (user + nice + system + irq + softirq + steal) / TICKS
+
+
+def steal_s() -> float:
+    """CPU seconds since boot that this virtual machine's CPUs were ready to run but the host ran
+    another guest (steal): a machine that is not idle however quiet its own processes are."""
+    return _cpu_ticks()[7] / TICKS
 
 
 def child_cpu_s(code: str) -> float:
@@ -56,9 +67,12 @@ def machine_speed_s(rounds: int = 3) -> float:
     return statistics.median(child_cpu_s("import torch, torchvision") for _ in range(rounds))
 
 
-def speed_line(before: float, after: float) -> str:
+def speed_line(before: float, after: float, steal: float, wall: float) -> str:
+    """The gauge before and after a run of ``wall`` seconds, and the ``steal`` seconds the host took in
+    it, as a share of the time of all the machine's CPUs."""
+    share = 100 * steal / (wall * (os.cpu_count() or 1))
     return (f"machine speed: import torch, torchvision took {before:.2f} s of CPU before the run, "
-            f"{after:.2f} s after")
+            f"{after:.2f} s after; steal {steal:.0f} s ({share:.1f} % of the CPUs' time)")
 
 
 class Watch:
@@ -105,11 +119,11 @@ def main() -> None:
     os.chdir(ROOT)
     watch = Watch()
     speed = machine_speed_s()
-    wall, cpu = time.monotonic(), machine_cpu_s()
+    wall, cpu, steal = time.monotonic(), machine_cpu_s(), steal_s()
     code = pytest.main(["--cov", "--cov-report=", *args.pytest_args], plugins=[watch])
-    wall, cpu = time.monotonic() - wall, machine_cpu_s() - cpu
+    wall, cpu, steal = time.monotonic() - wall, machine_cpu_s() - cpu, steal_s() - steal
     report(watch, wall, cpu, args.top)
-    print(speed_line(speed, machine_speed_s()))
+    print(speed_line(speed, machine_speed_s(), steal, wall))
     if args.save:
         tests = [
             {"test": nodeid, "began": began, "wall_s": w, "cpu_s": c} for nodeid, w, c, began in watch.tests

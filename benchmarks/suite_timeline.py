@@ -6,8 +6,9 @@ plugin in each xdist process: around every test it writes the wall clock and the
 time (``/proc/stat``, as ``suite_cost.py`` reads it). Prints each process's collection and last test's
 end, how far apart the two ended (the time one process sat idle at the end), and the cores the machine
 kept busy while tests ran: near 2 the run is bound by its CPU, and only less work shortens it; and the
-machine's speed before and after the run (``suite_cost.machine_speed_s``), without which runs made at
-different hours do not compare.
+machine's speed before and after the run (``suite_cost.machine_speed_s``) with the CPU time the host
+gave other guests meanwhile (``suite_cost.steal_s``), without which runs made at different hours do not
+compare.
 
     .venv/bin/python benchmarks/suite_timeline.py [-- PYTEST ARGS]
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from suite_cost import machine_cpu_s, machine_speed_s, speed_line
+from suite_cost import machine_cpu_s, machine_speed_s, speed_line, steal_s
 
 HERE = Path(__file__).resolve().parent
 FOLDER_ENV = "SUITE_TIMELINE_DIR"
@@ -147,13 +148,14 @@ def main() -> None:
             "suite_timeline",
             *args.pytest_args,
         ]
-        speed = machine_speed_s()
+        speed, steal = machine_speed_s(), steal_s()
         began = time.monotonic()
         code = subprocess.run(command, cwd=HERE.parent, env=env, check=False).returncode
-        print(f"\npytest exited {code} after {time.monotonic() - began:.1f} s")
+        wall, steal = time.monotonic() - began, steal_s() - steal
+        print(f"\npytest exited {code} after {wall:.1f} s")
         logs = {path.stem: path.read_text().splitlines() for path in Path(folder).glob("*.log")}
     report(read_timeline(logs))
-    print(speed_line(speed, machine_speed_s()))
+    print(speed_line(speed, machine_speed_s(), steal, wall))
     sys.exit(code)
 
 

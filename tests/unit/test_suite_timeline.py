@@ -53,3 +53,16 @@ def test_the_speed_gauge_counts_the_childs_cpu_not_its_wall() -> None:
     sleep = child_cpu_s("import time; time.sleep(0.3)")
     assert 0.29 <= spin <= 3.0, spin
     assert sleep < spin - 0.2, (sleep, spin)
+
+
+def test_the_speed_line_gives_steal_as_a_share_of_all_the_cpus_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """20 s of steal in a 100 s run on two CPUs is a tenth of the CPUs' time; ``steal_s`` is /proc/stat's
+    eighth counter in seconds, which never runs backwards."""
+    suite_cost = load_script(SCRIPT.with_name("suite_cost.py"))
+    monkeypatch.setattr(suite_cost["os"], "cpu_count", lambda: 2)
+    line = suite_cost["speed_line"](2.9, 3.1, 20.0, 100.0)
+    assert line.endswith("2.90 s of CPU before the run, 3.10 s after; steal 20 s (10.0 % of the CPUs' time)")
+    with open("/proc/stat") as stat:
+        ticks = int(stat.readline().split()[8])
+    first = suite_cost["steal_s"]()
+    assert ticks / suite_cost["TICKS"] <= first <= suite_cost["steal_s"]()
