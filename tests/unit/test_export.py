@@ -8,6 +8,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from zootriage.app.cli import app
@@ -79,6 +80,7 @@ def test_an_exported_program_passes_the_upload_check_and_scores_as_described(
 def test_a_plain_export_is_scored_with_a_warning(tmp_path: Path) -> None:
     from ccexam.models import MNISTNet
 
+    torch.manual_seed(0)  # the untrained network's weights, so its features are the same every run
     plain = export_program(MNISTNet(28), (1, 28, 28), ProgramMetadata(), tmp_path / "plain.pt2")
     result = score(parse_model_ref(f"ckpt:{plain}"), parse_dataset_ref("builtin:mnist"),
                    Sampling(classes=2, per_class=10, seed=0), QUICK)

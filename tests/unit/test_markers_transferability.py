@@ -67,6 +67,16 @@ def test_logme_of_wide_features_is_stable_to_rounding():
     assert logme(features=x, labels=labels) == pytest.approx(best, abs=1e-6)
 
 
+@pytest.mark.filterwarnings("error")
+def test_logme_of_few_points_in_many_dimensions_never_steps_to_a_zero_beta():
+    # 15 points in 36 dimensions (U square): with β ≫ α every term of γ = Σ βσ²/(α + βσ²) rounded to 1,
+    # so n − γ was exactly 0, β stepped to 0 and the next evidence was log 0 = −∞ (a RuntimeWarning,
+    # seen on an unseeded MNIST CNN's 20 features); n − γ is now a sum of positive terms
+    x, labels = _data(3, 36, 5, 3.0, seed=2)
+    best = _brute_force_logme(x, labels, log_beta_max=40.0)
+    assert logme(features=x, labels=labels) == pytest.approx(best, abs=1e-6)
+
+
 def test_logme_fixed_point_agrees_with_sklearn_bayesian_ridge():
     # scikit-learn's BayesianRidge runs MacKay's updates independently; with its hyperpriors off,
     # its (lambda_, alpha_) are LogME's (α, β).

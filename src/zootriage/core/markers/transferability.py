@@ -77,10 +77,13 @@ def logme(*, features: np.ndarray, labels: np.ndarray, device: Device = None) ->
     for _ in range(LOGME_MAX_ITER):
         denom = alpha + beta * sig2  # (r, K)
         gamma = np.sum(beta * sig2 / denom, axis=0)
+        # n − γ = (n − r) + Σ α/(α + βσ_i²), a sum of positive terms: as n − γ it cancelled to exactly
+        # 0 when β ≫ α and r = n (every term of γ rounds to 1), and β = 0 made the next evidence −∞
+        unexplained = (n - s.size) + np.sum(alpha / denom, axis=0)
         m2 = np.sum((beta * s[:, None] * z / denom) ** 2, axis=0)
         res2 = np.sum((alpha * z / denom) ** 2, axis=0) + outside
         alpha = np.where(m2 > 0, gamma / np.where(m2 > 0, m2, 1.0), alpha)  # α is free when m = 0
-        beta = (n - gamma) / res2
+        beta = unexplained / res2
         previous, evidence = evidence, _log_evidence(alpha, beta, s, z, outside, n)
         if np.all(np.abs(evidence - previous) <= LOGME_TOL * n):
             break
