@@ -25,8 +25,8 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 
-typecheck: install
-	$(BIN)/mypy -p zootriage
+typecheck: install  # the package and the benchmarks (each benchmark's module named by its path)
+	$(BIN)/mypy --explicit-package-bases src/zootriage benchmarks
 
 unit: install
 	$(BIN)/pytest tests/unit

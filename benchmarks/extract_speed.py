@@ -30,7 +30,7 @@ from zootriage.core.zoo.refs import parse_model_ref
 
 def bare_forward(model: torch.nn.Module, batches: list[torch.Tensor], device: torch.device) -> float:
     """Images per second of the forward alone (channels_last, inference mode, as in ``extract``)."""
-    model.to(device, memory_format=torch.channels_last)
+    model.to(device, memory_format=torch.channels_last)  # type: ignore[call-overload]
     with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
                                                 enabled=device.type == "cuda"):
         model(batches[0].to(device))  # warm-up

@@ -75,7 +75,7 @@ def main() -> None:
         parser.error("--n-t and --dim must be at least 1, --per-class and every --classes at least 2")
     print(f"CPU, {torch.get_num_threads()} torch threads, load average {os.getloadavg()[0]:.2f}")
     print(f"M={args.per_class} N={args.dim}, measured at n_t={args.n_t}, time scaled to n_t=1000")
-    head = ("P", "n", "r", "|S|", "N_crit", "solve s", "rest s", "s@1000", "model s")
+    head: tuple[str, ...] = ("P", "n", "r", "|S|", "N_crit", "solve s", "rest s", "s@1000", "model s")
     head += ("RSS+ MB", "peak MB", "model MB")
     print("".join(f"{h:>10}" for h in head))
     for p in args.classes:

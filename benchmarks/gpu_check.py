@@ -119,7 +119,7 @@ def extraction_part(device: torch.device, images: int, batch: int, folder: Path)
     start = synced(device)
     extract(module, dataset, preprocess, batch_size=batch, device=device, num_workers=0)  # type: ignore[arg-type]
     whole = images / (synced(device) - start)
-    module.to(device, memory_format=torch.channels_last)
+    module.to(device, memory_format=torch.channels_last)  # type: ignore[call-overload]
     made = torch.randn(batch, 3, *crop, device=device).contiguous(memory_format=torch.channels_last)
     with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
                                                 enabled=device.type == "cuda"):
