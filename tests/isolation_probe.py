@@ -109,6 +109,24 @@ def report(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def mapped(folder: str) -> dict[str, Any]:
+    """builtin:mnist opened through the decoded files of ``folder`` (``core.data.mapped``), and every
+    way to change those files tried: a new file, an existing one rewritten, renamed, removed."""
+    os.environ["ZOOTRIAGE_CHILD_DECODED_DIR"] = folder
+    from zootriage.core.data.builtin import open_builtin
+
+    images = open_builtin("mnist", "test").loader.images  # type: ignore[attr-defined]
+    existing = sorted(Path(folder).glob("*.npy"))[0]
+    return {
+        "kind": type(images).__name__,
+        "checksum": int(images[:100].sum()),
+        "create": _outcome(lambda: _write(str(Path(folder) / "planted.npy"))),
+        "rewrite": _outcome(lambda: existing.open("r+b").write(b"\x00")),
+        "rename": _outcome(lambda: existing.rename(existing.with_suffix(".old"))),
+        "remove": _outcome(existing.unlink),
+    }
+
+
 def main() -> None:
     request = receive()
     mode = request["mode"]
@@ -117,6 +135,8 @@ def main() -> None:
         subprocess.Popen(["setsid", "sleep", request["tag"]], start_new_session=True)
         emit({"progress": ["sleeper", 1, 1]})
         time.sleep(600)
+    elif mode == "mapped":
+        emit({"result": mapped(request["folder"])})
     elif mode == "error":
         emit({"error": {"code": "checkpoint_key_mismatch", "message": "m.pt does not fit"}})
     elif mode == "allocate":

@@ -18,6 +18,8 @@ import numpy as np
 
 from zootriage.core.confine import JOB_WAITING_ENV
 from zootriage.core.data.archives import ArchiveLimits
+from zootriage.core.data.builtin import prepare_mapped
+from zootriage.core.data.mapped import CHILD_ENV
 from zootriage.core.data.refs import AnyDatasetRef, Sampling
 from zootriage.core.errors import CancelCheck
 from zootriage.core.extraction_child import OUTPUT
@@ -46,8 +48,12 @@ def new_child(
     it warms up everything a job may need; with ``job_waiting`` (started for a job that waits for it:
     ``zootriage score``, a worker without a pool) only what every job needs, since the rest would
     delay that job (``core.extraction_child.warm_up``)."""
-    options = {JOB_WAITING_ENV: "1"} if job_waiting else None
-    return Child(MODULE, limits=limits, gpu=gpu, readable=roots, options=options)
+    options = {JOB_WAITING_ENV: "1"} if job_waiting else {}
+    decoded = prepare_mapped()  # MNIST decoded once here, mapped read-only by every child
+    if decoded is not None:
+        options[CHILD_ENV] = str(decoded)
+        roots = (*roots, str(decoded))
+    return Child(MODULE, limits=limits, gpu=gpu, readable=roots, options=options or None)
 
 
 def sample_in(

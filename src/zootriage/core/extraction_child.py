@@ -44,10 +44,10 @@ PROGRAM_MODULES = (
 def warm_up() -> list[str]:
     """What every job would otherwise wait for, done before any untrusted byte is seen: the imports
     (most of a cold start) with those torch.export.load makes on its first call (``PROGRAM_MODULES``),
-    the package datasets decoded (MNIST's pickle alone takes a second; the decoded arrays are tens of
-    MB), and one small convolution and product, so the first batch does not pay for the kernels'
-    set-up; in a child started for GPU work (``GPU_ENV``) also on the GPU, which creates the CUDA
-    context. Returns the devices warmed.
+    the package datasets opened (MNIST mapped from the files its parent decoded, ``core.data.mapped``;
+    decoding it here, where those are missing, takes 0.5 s), and one small convolution and product,
+    so the first batch does not pay for the kernels' set-up; in a child started for GPU work
+    (``GPU_ENV``) also on the GPU, which creates the CUDA context. Returns the devices warmed.
 
     A child started for a job that already waits (``JOB_WAITING_ENV``) does the imports every job
     needs alone (not the loaders of timm, torchvision models or torch.export programs: a job imports

@@ -22,9 +22,10 @@ Who the child is:
 What it sees, read-only and at the same paths as outside (so paths in a request stay valid): ``/usr``
 and the ``/lib``/``/bin`` links, the dynamic loader's files under ``/etc``, the Python installation
 and virtual environment, the code of the module it runs, the data roots of its request, the model
-caches (``TORCH_HOME``, ``HF_HOME``), CPU topology in ``/sys``; on a GPU also ``/dev/nvidia*`` and
-``/sys``. Read-write: only its own folder. Nothing else of the host — no ``/etc/shadow``, no
-PostgreSQL socket, no state folder, no other job's files — exists inside.
+caches (``TORCH_HOME``, ``HF_HOME``), the decoded builtin sets (``core.data.mapped``), CPU topology
+in ``/sys``; on a GPU also ``/dev/nvidia*`` and ``/sys``. Read-write: only its own folder. Nothing
+else of the host — no ``/etc/shadow``, no PostgreSQL socket, no state folder, no other job's files —
+exists inside.
 """
 
 from __future__ import annotations

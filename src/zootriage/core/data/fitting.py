@@ -36,7 +36,9 @@ def fit(picture: Picture, pre: Preprocess) -> torch.Tensor:
 
 
 def _array_to_chw(array: np.ndarray, channels: int) -> torch.Tensor:
-    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    # an image of a mapped, read-only set (core.data.mapped) is copied: torch must not share memory
+    # it could write
+    tensor = torch.from_numpy(np.ascontiguousarray(array) if array.flags.writeable else np.array(array))
     return _match_channels(tensor[None] if tensor.ndim == 2 else tensor.permute(2, 0, 1), channels)
 
 
