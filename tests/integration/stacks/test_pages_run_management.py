@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 from fastapi.testclient import TestClient
+from playwright.sync_api import expect
 
 from tests.integration.browser import chromium, watched_page
 from tests.integration.stack import Stack
@@ -116,9 +117,9 @@ def test_archiving_describing_and_searching_in_the_browser(stack: Stack, clean_d
         page.wait_for_selector("#run-description")
         # the line break shows once the stylesheet's pre-wrap applies (under load the text can be
         # read before the stylesheet has arrived, and innerText then folds the break into a space)
-        page.wait_for_function(
-            "getComputedStyle(document.querySelector('#run-description')).whiteSpace === 'pre-wrap'"
-        )
+        # (a locator's wait: a string predicate for wait_for_function is eval'd in the page when it
+        # is not true at once, which the pages' CSP refuses)
+        expect(page.locator("#run-description")).to_have_css("white-space", "pre-wrap")
         assert page.locator("#run-description").inner_text() == "first line\nsecond line"
         page.click("#archive-button")
         page.wait_for_selector("#run-archived")
