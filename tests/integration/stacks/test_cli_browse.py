@@ -108,7 +108,9 @@ def test_gates_lists_decisions_and_cancel_refuses_a_finished_job(
     assert gate_id in table.stdout and "id_accuracy: min 1.01" in table.stdout
 
     queued = json.loads(zootriage(triage_stack, "submit", program, *SCORING, "--n-t", "62", "--json").stdout)
-    assert queued["status"] == "queued", queued  # n_t 62 is scored by no other test
+    # a new job (n_t 62 is scored by no other test), not a stored run: the answer is read after the
+    # commit that publishes it, so a quick worker may have claimed it already
+    assert queued["status"] in {"queued", "running"}, queued
     job_id = queued["id"]
     zootriage(triage_stack, "status", job_id)  # wait for it to finish
     refused = zootriage(triage_stack, "cancel", job_id)
