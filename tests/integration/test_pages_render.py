@@ -9,6 +9,7 @@ import uuid
 from fastapi.testclient import TestClient
 
 from tests.integration.seeding import seed_runs
+from tests.integration.stored_runs import stored_run
 from zootriage.app.db.session import session_scope
 from zootriage.core.protocol import Protocol
 
@@ -40,3 +41,21 @@ def test_stored_runs_render_on_every_page_that_shows_them(client: TestClient, cl
     unknown = uuid.uuid4()  # and a run that is not stored is not shown as one
     assert client.get(f"/runs/{unknown}").status_code == 404
     assert client.get(f"/compare?runs={first},{unknown}").status_code == 404
+
+
+def test_a_note_that_markers_share_is_listed_once_on_the_run_page_and_in_its_report(
+    client: TestClient, clean_db: str
+) -> None:
+    degenerate = "degenerate GLUE regime: 40% of the drawn dichotomies are not separable"
+    markers = {"dimension": 2.0, "utilization": 0.4, "radius": 0.6, "id_accuracy": 0.9, "nc1": None}
+    undecidable = {"dimension": degenerate, "utilization": degenerate, "radius": "only this one"}
+    run_id = stored_run(clean_db, "notes", markers, undecidable=undecidable)
+    row = r'<th scope="row">(\w+)</th>.*?<td>([^<]*(?:<a href="#note-\d">note \d</a>)?)</td><td>1</td>'
+    for path in (f"/runs/{run_id}", f"/runs/{run_id}/report.html"):
+        page = client.get(path)
+        assert page.status_code == 200, page.text[-400:]
+        assert page.text.count(degenerate) == 1, path  # stated once, above the table
+        assert f'<li id="note-1">{degenerate} <span class="hint">(2 markers)</span></li>' in page.text
+        cells = dict(re.findall(row, page.text, flags=re.S))  # each marker's note cell
+        assert cells["dimension"] == cells["utilization"] == '<a href="#note-1">note 1</a>', path
+        assert (cells["radius"], cells["nc1"], cells["id_accuracy"]) == ("only this one", "n/a", ""), path

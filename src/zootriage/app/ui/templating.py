@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from zootriage.app.db.models import Job
+from zootriage.app.ui.notes import shared_notes
 from zootriage.app.ui.session import CSRF_COOKIE, csrf_token
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -78,6 +79,7 @@ templates.env.filters["fields"] = fields
 templates.env.filters["seconds"] = seconds
 templates.env.filters["wall_s"] = wall_seconds
 templates.env.filters["queue_s"] = queue_seconds
+templates.env.filters["shared_notes"] = shared_notes
 
 
 def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
