@@ -3,6 +3,7 @@ attacker with code execution would try, each reported as what happened (never as
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -15,7 +16,7 @@ from typing import Any
 
 from zootriage.core.confine import emit, receive
 
-LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")
+LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_CORE")
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNS = 0x20000
@@ -80,6 +81,39 @@ def _command_lines() -> list[str]:
     return lines
 
 
+_SYSCALLS = {"x86_64": {"io_uring_setup": 425, "kcmp": 312}, "aarch64": {"io_uring_setup": 425, "kcmp": 272}}
+
+
+def _syscall(name: str, *args: int) -> int:
+    import platform
+
+    return int(_libc.syscall(_SYSCALLS[platform.machine()][name], *args))
+
+
+def _io_uring() -> int:
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    return _syscall("io_uring_setup", 4, ctypes.addressof(params))
+
+
+def _adjtimex() -> int:
+    timex = ctypes.create_string_buffer(208)  # struct timex, modes 0: a read of the clock's state
+    return int(_libc.adjtimex(timex))
+
+
+def _descriptors() -> list[str]:
+    """What each open descriptor of this process points at."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return found
+
+
+def _tmpfs_bytes(path: str) -> int:
+    stats = os.statvfs(path)
+    return stats.f_blocks * stats.f_frsize
+
+
 def report(request: dict[str, Any]) -> dict[str, Any]:
     print("a library printing to stdout cannot forge a protocol line")
     return {
@@ -98,6 +132,14 @@ def report(request: dict[str, Any]) -> dict[str, Any]:
         "write_outside": _outcome(lambda: _write(request["outside"])),
         "write_python": _outcome(lambda: _write(str(Path(sys.prefix) / "zootriage-was-here"))),
         "signal_parent": _outcome(lambda: os.kill(request["parent_pid"], 0)),
+        "io_uring": _outcome(_io_uring),
+        "kcmp": _outcome(lambda: _syscall("kcmp", os.getpid(), os.getpid(), 0, 0, 0)),
+        "adjtimex": _outcome(_adjtimex),
+        "personality_query": _outcome(lambda: _libc.personality(0xFFFFFFFF)),
+        "personality_exec": _outcome(lambda: _libc.personality(0x0400000)),  # READ_IMPLIES_EXEC
+        "hf_token": _outcome(lambda: (Path(os.environ["HF_HOME"]) / "token").read_bytes()),
+        "descriptors": _descriptors(),
+        "tmpfs": {path: _tmpfs_bytes(path) for path in ("/tmp", "/dev/shm")},
         "secret_seen": any(request["secret"] in text for text in _environments()),
         "host_commands": [line for line in _command_lines() if "pytest" in line],
         "visible_pids": sorted(int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()),
@@ -127,6 +169,47 @@ def mapped(folder: str) -> dict[str, Any]:
     }
 
 
+def plant(request: dict[str, Any]) -> None:
+    """What code in a child can do to its own folder before its parent touches it again: links
+    (``links``: name → a host path), FIFOs (``fifos``), a file of ``big`` bytes, and its stderr.log
+    renamed away with a link to ``stderr_to`` at its name. Then it answers ``planted``, or with
+    ``garbage`` a line that is not JSON (its parent then logs the end of its stderr)."""
+    for name, target in request.get("links", {}).items():
+        os.symlink(target, name)
+    for name in request.get("fifos", []):
+        os.mkfifo(name)
+    if "big" in request:
+        Path("extraction.safetensors").write_bytes(b"\0" * request["big"])
+    print("the last words of the child", file=sys.stderr, flush=True)
+    if "stderr_to" in request:
+        os.rename("stderr.log", "moved.log")
+        os.symlink(request["stderr_to"], "stderr.log")
+    if request.get("garbage"):
+        from zootriage.core import confine
+
+        assert confine._channel is not None
+        confine._channel.write("not a protocol line\n")
+        confine._channel.flush()
+        time.sleep(600)
+    emit({"result": {"planted": True}})
+    time.sleep(600)  # alive while its parent stages and reads
+
+
+def forks() -> dict[str, Any]:
+    """Processes started until the kernel refuses one (each sleeps until the sandbox ends)."""
+    count = 0
+    while count < 100_000:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            return {"forks": count, "error": exc.errno}
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        count += 1
+    return {"forks": count, "error": None}
+
+
 def main() -> None:
     request = receive()
     mode = request["mode"]
@@ -137,6 +220,10 @@ def main() -> None:
         time.sleep(600)
     elif mode == "mapped":
         emit({"result": mapped(request["folder"])})
+    elif mode == "plant":
+        plant(request)
+    elif mode == "forks":
+        emit({"result": forks()})
     elif mode == "error":
         emit({"error": {"code": "checkpoint_key_mismatch", "message": "m.pt does not fit"}})
     elif mode == "allocate":

@@ -4,6 +4,7 @@ child's limits, folder, time limit, death with its parent and error codes."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -44,7 +45,11 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     outside = tmp_path_factory.mktemp("outside")
     outside.chmod(0o777)
     target = outside / "escaped.txt"
+    hub_home = tmp_path_factory.mktemp("hf-home")
+    (hub_home / "token").write_text(SECRET)  # where huggingface_hub keeps a logged-in user's token
     os.environ["ZOOTRIAGE_DATABASE_URL"] = f"postgresql://u:{SECRET}@127.0.0.1/db"
+    previous_hub = os.environ.get("HF_HOME")
+    os.environ["HF_HOME"] = str(hub_home)
     try:
         with socket.socket() as listener:
             listener.bind(("127.0.0.1", 0))
@@ -58,6 +63,10 @@ def attack(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             result = run_isolated(PROBE, request, _keep, limits=limits)
     finally:
         del os.environ["ZOOTRIAGE_DATABASE_URL"]
+        if previous_hub is None:
+            del os.environ["HF_HOME"]
+        else:
+            os.environ["HF_HOME"] = previous_hub
     return {**result, "target": target}
 
 
@@ -94,6 +103,29 @@ def test_the_child_reads_no_secret_and_no_host_file(attack: dict[str, Any]) -> N
     assert not attack["secret_seen"]
     assert not any("DATABASE" in name or "BROKER" in name for name in attack["env"])
     assert attack["shadow"].startswith(("FileNotFoundError", "PermissionError")), attack["shadow"]
+    # the hub's cache is in its view, HF_HOME and the token beside that cache are not
+    assert attack["hf_token"].startswith("FileNotFoundError"), attack["hf_token"]
+
+
+def test_the_kernels_wider_calls_are_refused(attack: dict[str, Any]) -> None:
+    """io_uring, kcmp, adjusting clocks and personalities that weaken the address space: refused by
+    the seccomp filter (each was allowed before it listed them); asking for the personality is not."""
+    for call in ("io_uring", "kcmp", "adjtimex", "personality_exec"):
+        assert attack[call] == f"errno {errno.EPERM}", (call, attack[call])
+    assert attack["personality_query"] == "ok"
+
+
+def test_the_child_holds_no_descriptor_of_the_host(attack: dict[str, Any]) -> None:
+    """Only its pipes, its stderr and what it opened itself: not the memory cgroup's ``cgroup.procs``
+    that the forked process joined through before exec, nor the seccomp program's pipe."""
+    assert not any("cgroup" in target for target in attack["descriptors"]), attack["descriptors"]
+    assert sum(target.startswith("pipe:") for target in attack["descriptors"]) == 2, attack["descriptors"]
+
+
+def test_its_memory_file_systems_are_bounded_by_its_memory_bound(attack: dict[str, Any]) -> None:
+    bound = memory_limit.bound(2 << 30)
+    for path, size in attack["tmpfs"].items():
+        assert bound <= size < bound + 4096, (path, size, bound)  # tmpfs rounds up to a page
 
 
 def test_the_child_sees_only_its_own_processes(attack: dict[str, Any]) -> None:
@@ -112,7 +144,7 @@ def test_the_child_runs_under_limits_in_a_folder_of_its_own(attack: dict[str, An
     bound = memory_limit.bound(2 << 30)
     assert attack["limits"] == {
         "RLIMIT_AS": bound + ADDRESS_SPACE_HEADROOM, "RLIMIT_CPU": 120, "RLIMIT_FSIZE": 1 << 30,
-        "RLIMIT_NOFILE": 256, "RLIMIT_CORE": 0,
+        "RLIMIT_NOFILE": 256, "RLIMIT_NPROC": 4096, "RLIMIT_CORE": 0,
     }
     assert attack["cwd"] == attack["folder"] == attack["tmpdir"] == attack["home"]
     assert not Path(attack["folder"]).exists()

@@ -12,7 +12,7 @@ import pytest
 
 from zootriage.core import scoring
 from zootriage.core.data.refs import Sampling, parse_dataset_ref
-from zootriage.core.errors import InsufficientStorage, PathOutsideRoots, ZooError
+from zootriage.core.errors import CheckpointUnsafe, InsufficientStorage, PathOutsideRoots, ZooError
 from zootriage.core.extraction import Sampled
 from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.markers import Protocol
@@ -115,3 +115,24 @@ def test_a_failed_cache_write_leaves_no_temporary_file(
         assert info.value.code == "insufficient_storage"
     else:
         assert info.value.errno == errno_code
+
+
+def test_a_child_that_claims_another_checkpoints_hash_fails_its_job(
+    digit_programs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the child says of the weights is what code in it chose to say: a checkpoint whose child
+    reports another upload's hash (and so would take that upload's runs and baselines) is refused,
+    and nothing of it is cached."""
+    real = scoring.extract_in
+
+    def lying(*args: object, **kwargs: object) -> tuple[object, dict[str, object]]:
+        extraction, described = real(*args, **kwargs)  # type: ignore[arg-type]
+        return extraction, {**described, "weights_sha256": sha256_file(digit_programs["clntrained"])}
+
+    monkeypatch.setattr(scoring, "extract_in", lying)
+    with pytest.raises(CheckpointUnsafe, match="not the uploaded checkpoint's"):
+        score(
+            parse_model_ref(f"ckpt:{digit_programs['ccexam']}"), parse_dataset_ref("builtin:mnist"),
+            Sampling(classes=3, per_class=10, seed=0), QUICK, cache=tmp_path / "cache",
+        )
+    assert not list((tmp_path / "cache").rglob("*.npz"))

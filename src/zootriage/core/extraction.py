@@ -28,6 +28,9 @@ from zootriage.core.isolation import Child, ChildLimits
 from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef
 
 MODULE = "zootriage.core.extraction_child"
+# Features and logits of one image, at most: the widest models of the zoos have 21,843 logits
+# (ImageNet-21k heads) and a few thousand features; a child that writes more is refused unread.
+MAX_ROW_VALUES = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -92,14 +95,25 @@ def extract_in(
         model = model.model_copy(update={"path": source.name})
     child.send({**options, "model": model.model_dump(mode="json")})
     described = child.receive("result", progress, cancel)
-    return _read_arrays(child.folder / OUTPUT, expected), described
+    child.kill()  # it has answered: nothing more of it runs while its file is read
+    return _read_arrays(child.read_output(OUTPUT, output_limit(expected)), expected), described
 
 
-def _read_arrays(path: Path, expected: int) -> Extraction:
-    from safetensors.numpy import load_file
+def output_limit(expected: int) -> int:
+    """The most bytes an extraction of ``expected`` images may come back as: ``MAX_ROW_VALUES``
+    float32 features and logits and one int64 label per image, and a MiB for the file's header."""
+    return expected * (4 * MAX_ROW_VALUES + 8) + (1 << 20)
 
-    arrays = load_file(str(path))
-    features, logits, labels = arrays["features"], arrays["logits"], arrays["labels"]
+
+def _read_arrays(data: bytes, expected: int) -> Extraction:
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    try:
+        arrays = load(data)
+        features, logits, labels = arrays["features"], arrays["logits"], arrays["labels"]
+    except (SafetensorError, KeyError) as exc:
+        raise RuntimeError(f"the isolated child's arrays are not a valid extraction file: {exc}") from None
     if (
         features.ndim != 2 or logits.ndim != 2 or labels.ndim != 1
         or not len(features) == len(logits) == len(labels) == expected

@@ -14,7 +14,8 @@ connection loaded), started inside:
   cgroup where one can be made, by the address-space rlimit on the CPU otherwise;
 - rlimits, set by :mod:`core.confine` before anything untrusted is read: address space (on the CPU;
   CUDA reserves far more virtual memory than it uses, so on a GPU the cgroup or a poll of the resident
-  memory of the child's tree bounds it), CPU seconds, size of any file written, open files, no cores;
+  memory of the child's tree bounds it), CPU seconds, size of any file written, open files, processes
+  of its user, no cores;
 - a wall-clock limit, after which the parent kills the child; the same kill ends it on a cancel or any
   exception in the parent, and ``--die-with-parent`` ends it when the worker itself dies;
 - a throw-away folder as working directory, ``HOME`` and ``TMPDIR``, removed afterwards, and an
@@ -36,6 +37,7 @@ import pwd
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -70,6 +72,10 @@ class ChildLimits:
     memory_bytes: int = 24 << 30  # address space on the CPU, resident memory on a GPU
     file_bytes: int = 8 << 30
     open_files: int = 1024
+    # processes and threads of the sandbox's user (RLIMIT_NPROC counts them per user, across its
+    # children): a job needs a few hundred (torch's threads, data-loading workers); a fork bomb is stopped
+    # here instead of at the host's pid_max
+    processes: int = 4096
     line_bytes: int = 1 << 20  # one protocol line from the child
 
 
@@ -155,6 +161,7 @@ class Child:
         self.cgroup = memory_limit.MemoryCgroup.create(self.memory)
         self.proc: subprocess.Popen[bytes] | None = None
         self._pending = b""
+        self._stderr: int | None = None  # our descriptor of its stderr.log: read through it, not by path
         try:
             self._start(module, readable)
         except BaseException:
@@ -171,38 +178,67 @@ class Child:
         if self.mode.sandboxed:
             user = sandbox.sandbox_user() if self.mode.user else None
             plan = sandbox.command(
-                self.folder, sandbox.readable_paths(module, readable, env), gpu=self.gpu, user=user
+                self.folder, sandbox.readable_paths(module, readable, env), gpu=self.gpu, user=user,
+                tmp_bytes=self.memory,
             )
             prefix, fds = plan.prefix, list(plan.close)
+        # The join descriptor is written by the forked process before exec and is not passed on: it
+        # closes at exec, so the child never holds the host's cgroup.procs.
         join = self.cgroup.join_fd() if self.cgroup else None
-        if join is not None:
-            fds.append(join)
+        made = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._stderr = os.open(self.folder / "stderr.log", made, 0o644)
         try:
-            with open(self.folder / "stderr.log", "wb") as stderr:
-                self.proc = subprocess.Popen(
-                    [*prefix, sys.executable, "-m", "zootriage.core.confine", module],
-                    cwd=self.folder,
-                    env=env,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=stderr,
-                    start_new_session=True,
-                    user=None if self.mode.sandboxed else self.mode.user,
-                    pass_fds=tuple(fds),
-                    preexec_fn=None if join is None else functools.partial(os.write, join, b"0"),
-                )
+            self.proc = subprocess.Popen(
+                [*prefix, sys.executable, "-m", "zootriage.core.confine", module],
+                cwd=self.folder,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                start_new_session=True,
+                user=None if self.mode.sandboxed else self.mode.user,
+                pass_fds=tuple(fds),
+                preexec_fn=None if join is None else functools.partial(os.write, join, b"0"),
+            )
         finally:
-            for fd in fds:
+            for fd in (*fds, *(() if join is None else (join,))):
                 os.close(fd)
 
     def stage(self, inputs: dict[str, Path]) -> None:
         """Files the child needs, linked or copied into its folder (name → source) so it can read them
-        whatever user it runs as; its folder is bound into its view, so they appear there at once."""
+        whatever user it runs as; its folder is bound into its view, so they appear there at once.
+
+        The folder is the child's: code running in it may have planted a link or a FIFO under any
+        name. So each file is made new (``O_EXCL | O_NOFOLLOW``) relative to a descriptor of the folder,
+        written and handed over through its own descriptor, and a name already taken fails the job;
+        nothing here follows a path the child could have changed."""
         owner = _owner(self.mode)
-        for name, source in inputs.items():
-            _stage(source, self.folder / name, owner is not None)
-            if owner is not None:
-                os.chown(self.folder / name, *owner)
+        folder = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            for name, source in inputs.items():
+                _stage(source, name, folder, owner)
+        finally:
+            os.close(folder)
+
+    def read_output(self, name: str, limit: int) -> bytes:
+        """The bytes of the file ``name`` the child wrote in its folder, read as what the child may have
+        made of it: not through a link, only a regular file (a FIFO or a device would block or never
+        end), at most ``limit`` bytes (``ResourceLimit`` past it)."""
+        folder = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+        except OSError as exc:
+            raise RuntimeError(f"the isolated child left no readable {name}: {exc.strerror}") from None
+        finally:
+            os.close(folder)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise RuntimeError(f"the isolated child's {name} is not a regular file")
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise ResourceLimit(f"the model's process wrote more than {limit} bytes of results, the most "
+                                "that its request allows")
+        return data
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -231,14 +267,25 @@ class Child:
         except ResourceLimit as exc:
             raise self._why_dead(exc) from None
         except RuntimeError:  # the child's internal_error: its traceback is for the operator
-            _log_tail(self.folder / "stderr.log")
+            self._log_tail()
             raise
 
     def _why_dead(self, exc: ResourceLimit) -> ResourceLimit:
         if self.cgroup is not None and self.cgroup.oom_killed():
             return ResourceLimit(_over_memory(self.memory))
-        _log_tail(self.folder / "stderr.log")
+        self._log_tail()
         return exc
+
+    def _log_tail(self, limit: int = 4000) -> None:
+        """The end of the child's stderr in the worker's log, read through our own descriptor (the
+        child may have renamed the file and left a link or a FIFO at its name)."""
+        if self._stderr is None:
+            return
+        with contextlib.suppress(OSError):
+            size = os.fstat(self._stderr).st_size
+            tail = os.pread(self._stderr, limit, max(0, size - limit))
+            log.warning("the isolated child failed; the end of its output:\n%s",
+                        tail.decode(errors="replace"))
 
     def kill(self) -> None:
         """SIGKILL the child's session now, without waiting for it to exit: once its answer is read, it
@@ -254,6 +301,9 @@ class Child:
             _kill_group(self.proc)
         if self.cgroup is not None:
             self.cgroup.remove()
+        if self._stderr is not None:
+            os.close(self._stderr)
+            self._stderr = None
         shutil.rmtree(self.folder, ignore_errors=True)
         hooks, self.after_close = self.after_close, []
         for hook in hooks:
@@ -296,11 +346,6 @@ def _sweep_folders() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _log_tail(path: Path, limit: int = 4000) -> None:
-    with contextlib.suppress(OSError), open(path, "rb") as handle:
-        handle.seek(max(0, path.stat().st_size - limit))
-        log.warning("the isolated child failed; the end of its output:\n%s",
-                    handle.read().decode(errors="replace"))
 
 
 def _owner(mode: Isolation) -> tuple[int, int] | None:
@@ -320,15 +365,25 @@ def _over_memory(memory: int) -> str:
             "model, batch or image size, or a machine with more memory")
 
 
-def _stage(source: Path, target: Path, other_user: bool) -> None:
+def _stage(source: Path, name: str, folder: int, owner: tuple[int, int] | None) -> None:
+    """``source`` as ``name`` in the folder of descriptor ``folder``: hard-linked where the child runs
+    as us (``link`` never follows a link at its target), else copied into a file made new and handed to
+    the child's user through its descriptor (a hard link would keep the source's owner and mode)."""
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"a staged file is named by a plain file name, not {name!r}")
     try:
-        os.link(source, target)
-        if not other_user:
-            return
-        target.unlink()  # a hard link keeps the source's owner and mode: copy for another user
-    except OSError:
-        pass
-    shutil.copyfile(source, target)
+        if owner is None:
+            with contextlib.suppress(OSError):
+                os.link(source, name, dst_dir_fd=folder)
+                return
+        target = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                         dir_fd=folder)
+    except FileExistsError:
+        raise RuntimeError(f"the isolated child's folder already holds a {name!r}: not staged") from None
+    with os.fdopen(target, "wb") as copy, open(source, "rb") as original:
+        shutil.copyfileobj(original, copy, 1 << 20)
+        if owner is not None:
+            os.fchown(copy.fileno(), *owner)
 
 
 def _import_roots(module: str) -> list[str]:
@@ -350,6 +405,7 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int, modu
         "RLIMIT_CPU": bounds.cpu_s,
         "RLIMIT_FSIZE": bounds.file_bytes,
         "RLIMIT_NOFILE": bounds.open_files,
+        "RLIMIT_NPROC": bounds.processes,
         "RLIMIT_CORE": 0,
     }
     if not gpu:
@@ -358,7 +414,9 @@ def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int, modu
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     env.setdefault("TORCH_HOME", str(cache / "torch"))
     env.setdefault("HF_HOME", str(cache / "huggingface"))
-    for name in ("TORCH_HOME", "HF_HOME"):
+    # the hub's model cache alone is shown to the sandbox, never HF_HOME itself (its token file)
+    env.setdefault("HF_HUB_CACHE", str(Path(env["HF_HOME"]) / "hub"))
+    for name in ("TORCH_HOME", "HF_HUB_CACHE"):
         # made now if missing: a sandbox's view is fixed when it starts (a warm child's before its
         # job), so a cache first created later (a download, weights placed by hand) would be missing
         with contextlib.suppress(OSError):

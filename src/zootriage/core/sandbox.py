@@ -22,10 +22,11 @@ Who the child is:
 What it sees, read-only and at the same paths as outside (so paths in a request stay valid): ``/usr``
 and the ``/lib``/``/bin`` links, the dynamic loader's files under ``/etc``, the Python installation
 and virtual environment, the code of the module it runs, the data roots of its request, the model
-caches (``TORCH_HOME``, ``HF_HOME``), the decoded builtin sets (``core.data.mapped``), CPU topology
-in ``/sys``; on a GPU also ``/dev/nvidia*`` and ``/sys``. Read-write: only its own folder. Nothing
-else of the host — no ``/etc/shadow``, no PostgreSQL socket, no state folder, no other job's files —
-exists inside.
+caches (``TORCH_HOME``, ``HF_HUB_CACHE``; not ``HF_HOME``, where the hub keeps a token), the decoded
+builtin sets (``core.data.mapped``), CPU topology in ``/sys``; on a GPU also ``/dev/nvidia*`` and
+``/sys``. Read-write: only its own folder, and its own ``/tmp`` and ``/dev/shm``, each a memory file
+system no larger than its memory bound. Nothing else of the host — no ``/etc/shadow``, no PostgreSQL
+socket, no state folder, no other job's files — exists inside.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def readable_paths(module: str, data_roots: Iterable[str | Path], env: dict[str,
                 package = Path(location)
                 paths.append(package)
     paths += [Path(root) for root in data_roots]
-    paths += [Path(env[name]) for name in ("TORCH_HOME", "HF_HOME", "HF_HUB_CACHE") if name in env]
+    # the model caches: HF_HOME is not among them (it holds the hub's token where someone logged in)
+    paths += [Path(env[name]) for name in ("TORCH_HOME", "HF_HUB_CACHE") if name in env]
     paths += [Path("/etc") / name for name in _ETC]
     paths.append(Path("/sys/devices/system/cpu"))
     return _topmost(p.resolve() for p in paths if p.exists())
@@ -114,19 +116,22 @@ def _topmost(paths: Iterable[Path]) -> list[Path]:
 
 
 def command(
-    folder: Path, readable: Sequence[Path], *, gpu: bool, user: SandboxUser | None
+    folder: Path, readable: Sequence[Path], *, gpu: bool, user: SandboxUser | None, tmp_bytes: int,
 ) -> Plan:
     """The ``bwrap ... [setpriv ...] --`` prefix for a child whose only writable place is ``folder``.
 
     ``user`` is the sandbox user when the worker runs as root (bwrap privileged, then ``setpriv``
-    drops to it), ``None`` otherwise (bwrap makes a user namespace)."""
+    drops to it), ``None`` otherwise (bwrap makes a user namespace). ``tmp_bytes`` bounds each of its
+    two memory file systems, ``/tmp`` and ``/dev/shm`` (the kernel's default is half the host's memory
+    each, which neither the address-space rlimit nor a poll of resident memory counts)."""
     bwrap = shutil.which("bwrap")
     assert bwrap is not None
+    size = str(tmp_bytes)
     args = [
         bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-        "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm",
-        "--perms", "1777", "--tmpfs", "/tmp",
+        "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
+        "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
         "--ro-bind", "/usr", "/usr",
     ]
     if user is None:
@@ -182,7 +187,8 @@ def unavailable_reason() -> str | None:
         user = sandbox_user() if root else None
         if user is not None:
             os.chown(folder, user.uid, user.gid)
-        plan = command(Path(folder), readable_paths("zootriage", (), {}), gpu=False, user=user)
+        plan = command(Path(folder), readable_paths("zootriage", (), {}), gpu=False, user=user,
+                       tmp_bytes=64 << 20)
         try:
             probe = subprocess.run(
                 [*plan.prefix, sys.executable, "-c", "pass"], pass_fds=plan.pass_fds,

@@ -28,7 +28,7 @@ import torch
 from zootriage.core.data.archives import ArchiveLimits
 from zootriage.core.data.refs import AnyDatasetRef, Sampling
 from zootriage.core.device import resolve_device
-from zootriage.core.errors import CancelCheck
+from zootriage.core.errors import CancelCheck, CheckpointUnsafe
 from zootriage.core.extraction import Sampled, extract_in, new_child, sample_in
 from zootriage.core.feature_cache import FeatureCache
 from zootriage.core.features import Extraction, Progress, default_workers
@@ -209,8 +209,10 @@ def _extract(
     report = progress or _ignore
     known = known_sample(store, dataset, sampling)
     known_key = None
+    # a checkpoint's content hash, taken here once: its cache key, and the check of what its child says
+    checkpoint_sha = sha256_file(Path(model.path)) if isinstance(model, CheckpointRef) else None
     if store is not None and known is not None:
-        known_key = _cache_key(model, known.fingerprint, dev)
+        known_key = _cache_key(model, known.fingerprint, dev, checkpoint_sha)
         start = time.perf_counter()
         recorded = store.read(known_key)
         if recorded is not None:  # a builtin set's sample and its extraction both known: no child
@@ -227,9 +229,8 @@ def _extract(
         # first: a bad dataset fails before any weights are read
         with _timed(timings, "sample", report):
             sampled = sample_in(sandboxed, dataset, sampling, roots, limits, report, cancel)
-        # (a checkpoint is hashed for its key once: again only where the record was stale)
         key = known_key if known_key is not None and known == sampled else _cache_key(
-            model, sampled.fingerprint, dev)
+            model, sampled.fingerprint, dev, checkpoint_sha)
         extract_start = time.perf_counter()
         cached = store.read(key) if store is not None else None
         if cached is None:
@@ -238,6 +239,11 @@ def _extract(
             options = {"batch_size": batch_size, "device": str(dev), "num_workers": workers,
                        "threads": torch.get_num_threads()}
             extraction, described = extract_in(sandboxed, model, options, sampled.images, report, cancel)
+            if checkpoint_sha is not None and described.get("weights_sha256") != checkpoint_sha:
+                # what the child says is only what code in it chose to say: a checkpoint that claims
+                # another's hash would take that one's runs and baselines
+                raise CheckpointUnsafe("the model's process reported weights that are not the uploaded "
+                                       "checkpoint's: refused")
             timings.update(described["timings"])  # load_model and extract, as the child measured them
             timings["child"] = time.perf_counter() - start  # those, its start, the dataset and sample
             if store is not None:
@@ -319,13 +325,13 @@ def _timed(timings: dict[str, float], stage: str, report: Callable[[str, int, in
 
 
 def _cache_key(
-    model: AnyModelRef, fingerprint: str, device: torch.device
+    model: AnyModelRef, fingerprint: str, device: torch.device, checkpoint_sha: str | None
 ) -> str:
     """Everything that changes the extracted numbers, known before loading anything: the weights (a
-    checkpoint's content hash; a library model's name and tag), the options of the reference
-    (preprocessing, layer), the sample, the precision and the extraction code."""
+    checkpoint's content hash, ``checkpoint_sha``; a library model's name and tag), the options of the
+    reference (preprocessing, layer), the sample, the precision and the extraction code."""
     if isinstance(model, CheckpointRef):
-        weights = {**model.model_dump(mode="json", exclude={"path"}), "sha256": sha256_file(Path(model.path))}
+        weights = {**model.model_dump(mode="json", exclude={"path"}), "sha256": checkpoint_sha}
     else:
         weights = model.model_dump(mode="json")
     settings = {

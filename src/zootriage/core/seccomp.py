@@ -9,8 +9,11 @@ view even if one of those layers failed:
   filter cannot read, so it answers ``ENOSYS`` and glibc falls back to ``clone``);
 - mounts and roots: ``mount``, ``umount2``, ``pivot_root``, ``chroot`` and the new mount API;
 - other processes and the kernel: ``ptrace``, ``process_vm_readv/writev``, ``pidfd_getfd``,
-  ``bpf``, ``perf_event_open``, ``userfaultfd``, the keyring, modules, kexec, ``reboot``, clocks,
-  swap, quotas, ``syslog``, ``acct``, file handles (``open_by_handle_at`` can escape a bind mount).
+  ``bpf``, ``perf_event_open``, ``userfaultfd``, ``kcmp``, ``io_uring`` (a large kernel surface no
+  library of ours uses), the keyring, modules, kexec, ``reboot``, setting or adjusting clocks, swap,
+  quotas, ``syslog``, ``acct``, file handles (``open_by_handle_at`` can escape a bind mount), and
+  ``personality`` with any value but the query and plain Linux (no ``READ_IMPLIES_EXEC``, no
+  ``ADDR_NO_RANDOMIZE``).
 
 Every other call is allowed, so torch and its libraries run unchanged; a denied call returns
 ``EPERM``. A call made through another ABI (x32 on x86_64, or a foreign architecture) kills the
@@ -37,6 +40,7 @@ RET_KILL_PROCESS = 0x80000000
 RET_ERRNO = 0x00050000
 _X32_BIT = 0x40000000
 # CLONE_NEWTIME | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWNS
+PERSONALITY_QUERY = 0xFFFFFFFF
 CLONE_NEW_FLAGS = 0x80 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x20000
 
 DENIED = (
@@ -46,6 +50,8 @@ DENIED = (
     "keyctl", "add_key", "request_key", "init_module", "finit_module", "delete_module", "kexec_load",
     "kexec_file_load", "reboot", "settimeofday", "clock_settime", "swapon", "swapoff", "quotactl",
     "syslog", "acct", "vhangup", "lookup_dcookie", "name_to_handle_at", "open_by_handle_at",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "adjtimex", "clock_adjtime", "kcmp",
+    "quotactl_fd",
 )
 
 # System-call numbers (asm/unistd_64.h for x86_64, asm-generic/unistd.h for aarch64).
@@ -60,6 +66,8 @@ _TABLES: dict[str, tuple[int, dict[str, int]]] = {
         "kexec_file_load": 320, "reboot": 169, "settimeofday": 164, "clock_settime": 227,
         "swapon": 167, "swapoff": 168, "quotactl": 179, "syslog": 103, "acct": 163, "vhangup": 153,
         "lookup_dcookie": 212, "name_to_handle_at": 303, "open_by_handle_at": 304,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "adjtimex": 159,
+        "clock_adjtime": 305, "kcmp": 312, "quotactl_fd": 443, "personality": 135,
         "clone": 56, "clone3": 435, "iopl": 172, "ioperm": 173,
     }),
     "aarch64": (0xC00000B7, {
@@ -72,6 +80,8 @@ _TABLES: dict[str, tuple[int, dict[str, int]]] = {
         "kexec_file_load": 294, "reboot": 142, "settimeofday": 170, "clock_settime": 112,
         "swapon": 224, "swapoff": 225, "quotactl": 60, "syslog": 116, "acct": 89, "vhangup": 58,
         "lookup_dcookie": 18, "name_to_handle_at": 264, "open_by_handle_at": 265,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "adjtimex": 171,
+        "clock_adjtime": 266, "kcmp": 272, "quotactl_fd": 443, "personality": 92,
         "clone": 220, "clone3": 435,
     }),
 }
@@ -104,6 +114,16 @@ def program(machine: str | None = None) -> bytes:
     for call in (*DENIED, *(_X86_ONLY if name == "x86_64" else ())):
         ops += [_op(_JEQ_K, numbers[call], jf=1), _op(_RET_K, eperm)]
     ops += [_op(_JEQ_K, numbers["clone3"], jf=1), _op(_RET_K, RET_ERRNO | errno.ENOSYS)]
+    # personality: only the query (0xffffffff) and plain Linux (0); no READ_IMPLIES_EXEC, no
+    # ADDR_NO_RANDOMIZE and the like (the kernel reads the argument as 32 bits).
+    ops += [
+        _op(_JEQ_K, numbers["personality"], jf=5),
+        _op(_LD_W_ABS, 16),
+        _op(_JEQ_K, PERSONALITY_QUERY, jt=2),
+        _op(_JEQ_K, 0, jt=1),
+        _op(_RET_K, eperm),
+        _op(_RET_K, RET_ALLOW),
+    ]
     # clone: deny any namespace flag in its first argument (the A register is then the flags word).
     ops += [
         _op(_JEQ_K, numbers["clone"], jf=3),
