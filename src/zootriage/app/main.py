@@ -72,8 +72,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.reaper = ReaperState()
     install_error_handlers(app)
     metrics = Metrics(settings.effective_database_url)
+    app.add_middleware(NulGuardMiddleware)  # inside the body limits: the body it reads is bounded
     app.add_middleware(BodyLimitMiddleware, settings=settings)
-    app.add_middleware(NulGuardMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every answer gets the headers

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import re
+import unicodedata
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,17 @@ def suffix_of(filename: str | None) -> str:
             422, "unsupported_format", f"checkpoint file names end in one of {sorted(FORMATS)}"
         )
     return suffix
+
+
+def check_text(received: ReceivedFile) -> None:
+    """The file name and every form field hold no control character (a field may break lines and
+    tab): no NUL, which PostgreSQL cannot store, and nothing a terminal showing the name would obey.
+    Checked before anything is stored, so a refused upload leaves nothing behind."""
+    texts = {"the file name": (received.filename or "", "")}
+    texts.update({f"{name!r}": (value, "\t\n\r") for name, value in received.fields.items()})
+    for name, (text, allowed) in texts.items():
+        if any(unicodedata.category(c) == "Cc" and c not in allowed for c in text):
+            raise ServiceError(422, "invalid_upload", f"{name} holds a NUL or another control character")
 
 
 def check_fields(library: str | None, architecture: str | None, suffix: str) -> None:
@@ -110,7 +122,7 @@ def described(fields: dict[str, str]) -> Described:
     if fields.get("preprocess"):
         try:
             preprocess = Preprocess.model_validate(json.loads(fields["preprocess"])).model_dump(mode="json")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'preprocess'}: {e['msg']}" for e in exc.errors()[:3]
             ) if isinstance(exc, ValidationError) else "not JSON"
@@ -158,6 +170,7 @@ def accept(session: Session, store: Store, received: ReceivedFile) -> Accepted:
     under its content address and record it; the same bytes again answer with the stored record.
     Blocking: the router runs it in a worker thread. The received temporary file is the caller's to
     remove (a local store on the same disk takes it by a rename)."""
+    check_text(received)
     suffix = suffix_of(received.filename)
     library = received.fields.get("library") or None
     architecture = received.fields.get("architecture") or None

@@ -34,7 +34,7 @@ class FolderRef(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     source: Literal["folder"] = "folder"
     path: str = _PATH
-    label_space: str | None = None
+    label_space: str | None = Field(default=None, max_length=64)
 
 
 class TorchvisionDatasetRef(BaseModel):
@@ -42,14 +42,14 @@ class TorchvisionDatasetRef(BaseModel):
     source: Literal["torchvision"] = "torchvision"
     name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
     path: str = _PATH
-    label_space: str | None = None
+    label_space: str | None = Field(default=None, max_length=64)
 
 
 class ArchiveRef(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     source: Literal["archive"] = "archive"
     path: str = Field(min_length=1, max_length=1024, pattern=r"\.(npz|zip)$")
-    label_space: str | None = None
+    label_space: str | None = Field(default=None, max_length=64)
 
 
 DatasetRef = Annotated[

@@ -26,7 +26,7 @@ class Preprocess(BaseModel):
     """Before the centre crop, ``resize`` sets the shorter side (an int, aspect kept) or both sides
     (``(height, width)``); ``None`` resizes straight to ``crop``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     channels: Literal[1, 3] = 3
     crop: tuple[int, int] = (224, 224)

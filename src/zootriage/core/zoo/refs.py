@@ -45,12 +45,12 @@ class CheckpointRef(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     source: Literal["checkpoint"] = "checkpoint"
-    path: str = Field(min_length=1)
+    path: str = Field(min_length=1, max_length=1024)
     library: Literal["torchvision", "timm"] | None = None
     architecture: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)?$")
-    penultimate_node: str | None = None
+    penultimate_node: str | None = Field(default=None, max_length=256)
     preprocess: Preprocess | None = None
-    label_space: str | None = None
+    label_space: str | None = Field(default=None, max_length=64)
 
     @model_validator(mode="after")
     def _check(self) -> CheckpointRef:
