@@ -96,8 +96,8 @@ class NulGuardMiddleware:
             return
         raw_path = scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape")
         if holds_nul(raw_path) or holds_nul(scope.get("query_string", b"")):
-            message = "the request's path or query string contains a NUL character"
-            await error_response(422, "invalid_request", message)(scope, receive, send)
+            refusal = "the request's path or query string contains a NUL character"
+            await error_response(422, "invalid_request", refusal)(scope, receive, send)
             return
         kind = _body_kind(scope)
         if kind is None:
