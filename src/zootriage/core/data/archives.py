@@ -48,7 +48,11 @@ class CheckedArchive:
 
 def check_archive(relative: str, roots: list[Path], limits: ArchiveLimits) -> CheckedArchive:
     """Every check that needs only the archive's headers (``core.data.archive_headers``): cheap and
-    bounded, so the API runs it at submit time, and ``open_archive`` runs it again before reading."""
+    bounded, so the API runs it at submit time, and ``open_archive`` runs it again before reading.
+
+    ``zipfile`` parses the directory only after ``member_count`` has bounded it; what it still refuses
+    comes back as ``BadArchive``: ``UnicodeDecodeError`` for a name flagged UTF-8 that is not, and the
+    ``ValueError`` family and the rest for any other malformed directory (never an uncaught error)."""
     path, _ = resolve_under_roots(relative, roots)
     if not path.is_file():
         raise BadArchive(f"{relative!r} is not a file")
@@ -62,7 +66,9 @@ def check_archive(relative: str, roots: list[Path], limits: ArchiveLimits) -> Ch
             _check_total(path.name, members, limits)
             if path.suffix == ".npz":
                 _check_npz(path.name, archive, members, limits)
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+    except UnicodeDecodeError as exc:
+        raise BadArchive(f"{path.name}: a member name flagged UTF-8 is not valid UTF-8 ({exc})") from exc
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError) as exc:
         raise BadArchive(f"{path.name}: not a readable zip archive ({exc})") from exc
     checked = CheckedArchive(path, members)
     if path.suffix != ".npz":
