@@ -84,6 +84,10 @@ def test_one_query_means_the_same_to_the_api_the_page_and_the_csv(client: TestCl
         bad = client.get(f"{url}?marker=dimension&min=abc")
         assert (bad.status_code, bad.json()["code"]) == (422, "invalid_request"), url
         assert "min: 'abc' is not a number" in bad.json()["message"], url
+        for text in ("nan", "-inf", "Infinity"):
+            odd = client.get(f"{url}?marker=dimension&max={text}")
+            assert (odd.status_code, odd.json()["code"]) == (422, "invalid_request"), (url, text)
+            assert f"max: '{text}' is not a finite number" in odd.json()["message"], (url, text)
     shown = client.get("/runs?marker=dimension&min=abc")
     assert shown.status_code == 422 and "min: &#39;abc&#39; is not a number" in shown.text
     naive, zoned = "created_after=2026-01-01T02:00", "created_after=2026-01-01T02:00Z"

@@ -135,3 +135,21 @@ def test_a_form_holding_nul_is_refused(client: TestClient) -> None:
     answer = client.post("/ui/jobs", content=b"model=tv%3Aresnet18&dataset=builtin%3Amnist%00",
                          headers={"content-type": "application/x-www-form-urlencoded"})
     _refused(answer, "NUL")
+
+
+def test_an_upload_cut_before_its_closing_boundary_is_refused_and_stores_nothing(
+    client: TestClient, settings: Settings
+) -> None:
+    """A body that ends inside (or right after) its file part may be a file cut short: it is not
+    stored as if it were whole."""
+    stored = settings.state_dir / "uploads"
+    before = sorted(stored.rglob("*")) if stored.exists() else []
+    fields = {"library": "torchvision", "architecture": "resnet18"}
+    content, content_type = _multipart("m.safetensors", fields)
+    whole = content.removesuffix(b"--zootriage-test-boundary--\r\n")
+    for cut in (whole, whole[:-10]):
+        answer = client.post("/v1/checkpoints", content=cut, headers={"content-type": content_type})
+        _refused(answer, "closing boundary")
+    assert (sorted(stored.rglob("*")) if stored.exists() else []) == before
+    whole_body = client.post("/v1/checkpoints", content=content, headers={"content-type": content_type})
+    assert whole_body.status_code == 201, whole_body.text  # the same body, whole: accepted

@@ -9,6 +9,7 @@ OpenAPI schema still documents them as a number and a date-time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -154,9 +155,12 @@ def _bound(text: str | None, name: str) -> float | None:
     if text is None:
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ApiError(422, "invalid_request", f"{name}: {text!r} is not a number") from None
+    if not math.isfinite(value):  # no marker is compared with NaN or beyond infinity
+        raise ApiError(422, "invalid_request", f"{name}: {text!r} is not a finite number")
+    return value
 
 
 def parse_moment(text: str | None, name: str) -> datetime | None:

@@ -57,6 +57,7 @@ class _Receiver:
         self.size = 0
         self.filename: str | None = None
         self.seen_file = False
+        self.ended = False  # the closing boundary was read: the body is whole, not cut short
         self.fields: dict[str, str] = {}
         self._header_name = b""
         self._headers: dict[bytes, bytes] = {}
@@ -104,8 +105,13 @@ class _Receiver:
             self.fields[self._part_name] = self._value.decode("utf-8", "replace")
         self._headers, self._value, self._part_name, self._part_is_file = {}, bytearray(), None, False
 
+    def on_end(self) -> None:
+        self.ended = True
+
     def callbacks(self) -> dict[str, object]:
-        names = ("header_field", "header_value", "header_end", "headers_finished", "part_data", "part_end")
+        names = (
+            "header_field", "header_value", "header_end", "headers_finished", "part_data", "part_end", "end"
+        )
         return {f"on_{n}": getattr(self, f"on_{n}") for n in names}
 
 
@@ -136,6 +142,9 @@ async def receive_file(
         raise ServiceError(422, "invalid_upload", f"malformed multipart body: {exc}") from exc
     finally:
         os.close(receiver.fd)
+    if not receiver.ended:  # a file cut short would be stored as if whole
+        receiver.path.unlink(missing_ok=True)
+        raise ServiceError(422, "invalid_upload", "the multipart body ends before its closing boundary")
     if not receiver.seen_file or receiver.size == 0:
         receiver.path.unlink(missing_ok=True)
         raise ServiceError(422, "invalid_upload", "the 'file' part is missing or empty")
