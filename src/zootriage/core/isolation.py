@@ -346,8 +346,6 @@ def _sweep_folders() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-
-
 def _owner(mode: Isolation) -> tuple[int, int] | None:
     """The uid and gid the child's folder is handed to (``None``: it stays ours)."""
     if mode.sandboxed and mode.user:

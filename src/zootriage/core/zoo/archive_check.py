@@ -20,7 +20,9 @@ hands torch that archive, never the upload: what torch loads is byte for byte wh
 
 Zip bombs: member count and name length are bounded, and every member is decompressed in chunks with
 the running total capped (``Bounds.total_bytes``), so a declared size is never trusted and nothing
-larger than a chunk or a small JSON/pickle member is held in memory.
+larger than a chunk or a small JSON/pickle member is held in memory: a pickle (``data.pkl``, each
+pickle of a legacy stream) and a torch file nested in a program are read whole, to check them, only
+up to ``Bounds.pickle_bytes``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from zootriage.core.errors import (
 )
 from zootriage.core.zoo import strict_zip
 from zootriage.core.zoo.canonical_zip import CanonicalZip
-from zootriage.core.zoo.pickle_scan import PickleMalformed, PickleRefused, scan_pickle
+from zootriage.core.zoo.pickle_scan import PickleIncomplete, PickleMalformed, PickleRefused, scan_pickle
 from zootriage.core.zoo.program_json import UnsafeProgram, check_model_json, payload_members
 
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
@@ -64,6 +66,9 @@ SAFETENSORS_DTYPES = {
     "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8, "C64": 8,
 }
 LEGACY_PICKLES = 5  # magic number, protocol version, system info, the object, its storage keys
+# Most dimensions a safetensors tensor may have. Real weights have at most 5 (3-d convolutions);
+# bounding the rank (with each dimension) keeps multiplying a hostile shape out cheap.
+SAFETENSORS_MAX_RANK = 16
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class Bounds:
     total_bytes: int = 4 << 30
     expansion: int = 4  # decompressed bytes may be at most this many times the file size (+ json_bytes)
     json_bytes: int = 64 << 20
-    pickle_bytes: int = 64 << 20
+    pickle_bytes: int = 64 << 20  # a pickle, or a torch file nested in a program: each is read whole
     header_bytes: int = 100_000_000
 
 
@@ -263,8 +268,19 @@ def _check_program(archive: _Zip, name: str) -> None:
 
 def _check_nested_torch(archive: _Zip, member: str, name: str, relative: str) -> None:
     """A torch file stored inside the program (pickled weight, constant or sample inputs); a nested
-    zip goes into the canonical program rewritten itself, since torch reads it with its zip reader too."""
-    data = archive.read(member, archive.budget, keep=False)
+    zip goes into the canonical program rewritten itself, since torch reads it with its zip reader too.
+
+    It is checked in memory, so it is held to ``Bounds.pickle_bytes`` like a pickle: refused from the
+    size its entry declares (which ``core.zoo.strict_zip`` holds the member to) before anything is
+    decompressed. torch.export pickles only a tensor it cannot store raw (a subclass), and sample inputs.
+    """
+    limit = archive.limits.pickle_bytes
+    if archive.infos[member].size > limit:
+        raise CheckpointTooLarge(
+            f"{name}: {relative} is a torch file of {archive.infos[member].size} bytes; one stored inside "
+            f"a program may hold at most {limit}"
+        )
+    data = archive.read(member, limit, keep=False)
     if archive.out is None or data[:4] != strict_zip.LOCAL:
         _check_torch_file(io.BytesIO(data), len(data), f"{name} ({relative})", archive.limits, None)
         archive.keep(member, data)
@@ -312,24 +328,39 @@ def _check_torch_zip(archive: _Zip, name: str, limits: Bounds) -> None:
 
 def _check_legacy_pickle(f: IO[bytes], name: str, limits: Bounds) -> None:
     """torch's pre-1.6 format: five pickles in a row, then raw storage bytes torch reads without
-    unpickling. Each pickle is scanned from the stream; the raw tail is not parsed."""
+    unpickling; the raw tail is not parsed.
+
+    Each pickle is scanned from the next ``pickle_bytes`` + 1 bytes of the file, read into memory:
+    never from the file itself, where a length the pickle declares would be allocated before it is
+    compared with anything (``core.zoo.pickle_scan``). A pickle that does not end within them is over
+    the limit. (No more is read than the file holds: ``read(n)`` allocates ``n`` bytes first.)"""
+    start = f.tell()
+    end = f.seek(0, io.SEEK_END)
     for _ in range(LEGACY_PICKLES):
-        start = f.tell()
-        _scan(f, name)
-        if f.tell() - start > limits.pickle_bytes:
-            raise CheckpointTooLarge(f"{name}: a pickle over {limits.pickle_bytes} bytes")
+        f.seek(start)
+        window = f.read(min(limits.pickle_bytes + 1, end - start))
+        start += _scan(window, name, limits.pickle_bytes)
+    f.seek(start)
 
 
-def _scan(data: bytes | IO[bytes], name: str) -> None:
+def _scan(data: bytes, name: str, limit: int | None = None) -> int:
+    """Scan the pickle that starts ``data``, refusing in ``core.errors`` terms; its length. With
+    ``limit``, ``data`` may be only the first ``limit`` + 1 bytes of a longer file, and a pickle longer
+    than ``limit`` is refused (one that runs past ``data`` is then too large, not cut short)."""
     try:
-        scan_pickle(data)
+        length = scan_pickle(data)
     except PickleRefused as exc:
         raise CheckpointNeedsCode(
             f"{name}: the pickle needs code to load ({exc}), refused; "
             "save model.state_dict() or a .safetensors file instead"
         ) from exc
     except PickleMalformed as exc:
+        if limit is not None and len(data) > limit and isinstance(exc, PickleIncomplete):
+            raise CheckpointTooLarge(f"{name}: a pickle over {limit} bytes") from exc
         raise TruncatedCheckpoint(f"{name}: the pickle ends early or is corrupt ({exc})") from exc
+    if limit is not None and length > limit:
+        raise CheckpointTooLarge(f"{name}: a pickle over {limit} bytes")
+    return length
 
 
 def _check_safetensors(path: Path, name: str, limits: Bounds) -> None:
@@ -360,9 +391,7 @@ def _check_safetensors(path: Path, name: str, limits: Bounds) -> None:
             if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
                 raise NotACheckpoint(f"{name}: not a safetensors file (metadata is not text)")
             continue
-        start, end = _safetensors_entry(entry, key, name)
-        if end > data_size:
-            raise TruncatedCheckpoint(f"{name}: {size} bytes, its header describes {8 + header_len + end}")
+        start, end = _safetensors_entry(entry, key, name, header_len, data_size)
         ranges.append((start, end, key))
     covered, last = 0, ""
     for start, end, key in sorted(ranges):
@@ -389,21 +418,37 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return table
 
 
-def _safetensors_entry(entry: Any, key: str, name: str) -> tuple[int, int]:
-    """The byte range of one tensor in the data area, after checking dtype, shape and offsets agree."""
+def _safetensors_entry(entry: Any, key: str, name: str, header_len: int, data_size: int) -> tuple[int, int]:
+    """The byte range of one tensor in the data area (``data_size`` bytes, after the 8-byte length and
+    ``header_len`` bytes of header), after checking dtype, shape and offsets agree.
+
+    JSON integers are unbounded, so the shape is multiplied out only under bounds: at most
+    ``SAFETENSORS_MAX_RANK`` dimensions, each no larger than the data area, and the product stops as
+    soon as it passes the tensor's byte range (a header of 1,000 dimensions of 4,000 digits each
+    would otherwise cost most of a minute of big-integer products)."""
     bad = NotACheckpoint(f"{name}: not a safetensors file (malformed entry {key[:80]!r})")
     if not isinstance(entry, dict) or entry.get("dtype") not in SAFETENSORS_DTYPES:
         raise bad
     shape, offsets = entry.get("shape"), entry.get("data_offsets")
-    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise bad
     if not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets):
         raise bad
     start, end = offsets
-    numel = 1
+    if not 0 <= start <= end:
+        raise bad
+    if end > data_size:
+        raise TruncatedCheckpoint(
+            f"{name}: {8 + header_len + data_size} bytes, its header describes {8 + header_len + end}"
+        )
+    if not isinstance(shape, list) or len(shape) > SAFETENSORS_MAX_RANK:
+        raise bad
+    if not all(type(d) is int and 0 <= d <= data_size for d in shape):
+        raise bad
+    nbytes = 0 if 0 in shape else SAFETENSORS_DTYPES[entry["dtype"]]
     for d in shape:
-        numel *= d
-    if not 0 <= start <= end or end - start != numel * SAFETENSORS_DTYPES[entry["dtype"]]:
+        nbytes *= d
+        if nbytes > end - start:
+            raise bad
+    if nbytes != end - start:
         raise bad
     return int(start), int(end)
 

@@ -232,10 +232,12 @@ def _local_record(
 
 def _descriptor(f: IO[bytes], at: int, crc: int, packed: int, size: int, disagree: Exception) -> int:
     """Length of the data descriptor at ``at`` (16 bytes, or 24 with 8-byte sizes), which must repeat
-    the directory's CRC and sizes behind its signature."""
+    the directory's CRC and sizes behind its signature. The 16-byte form can only repeat sizes that
+    fit in 32 bits: a zip64 member's (2**32 or more) must be in the 24-byte form."""
     f.seek(at)
     raw = f.read(24)
-    if raw[:4] == DESCRIPTOR and raw[4:16] == struct.pack("<III", crc, packed, size):
+    short = packed <= MAX32 and size <= MAX32
+    if short and raw[:4] == DESCRIPTOR and raw[4:16] == struct.pack("<III", crc, packed, size):
         return 16
     if raw[:4] == DESCRIPTOR and raw[4:24] == struct.pack("<IQQ", crc, packed, size):
         return 24
