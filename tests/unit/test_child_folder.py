@@ -6,15 +6,17 @@ is shown to reach nothing outside the folder, to block nothing, and to fail only
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import stat
 from pathlib import Path
 
 import pytest
 
+from zootriage.core.confine import ENV
 from zootriage.core.errors import ResourceLimit
 from zootriage.core.extraction import output_limit
-from zootriage.core.isolation import Child, ChildLimits
+from zootriage.core.isolation import Child, ChildLimits, _environment
 
 PROBE = "tests.isolation_probe"
 OUTPUT = "extraction.safetensors"
@@ -107,3 +109,11 @@ def test_a_fork_bomb_stops_at_its_process_limit() -> None:
         child.send({"mode": "forks"})
         result = child.receive("result")
     assert result["error"] == errno.EAGAIN and result["forks"] < 64, result
+
+
+@pytest.mark.parametrize("own_user", [True, False])
+def test_the_process_limit_is_set_only_for_a_user_of_the_childs_own(tmp_path: Path, own_user: bool) -> None:
+    """RLIMIT_NPROC counts every process of the child's user: where the child runs as the worker's own
+    user (the weakest fallback), the worker's other processes would count against it, so it is not set."""
+    config = json.loads(_environment(tmp_path, ChildLimits(), False, 1 << 30, "json", own_user)[ENV])
+    assert ("RLIMIT_NPROC" in config["rlimits"]) is own_user

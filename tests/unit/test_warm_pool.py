@@ -287,9 +287,9 @@ def test_the_childs_openmp_threads_sleep_at_barriers_unless_the_operator_says_ot
     from zootriage.core.isolation import ChildLimits, _environment
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json")["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json", True)["OMP_WAIT_POLICY"] == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json")["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert _environment(tmp_path, ChildLimits(), False, 1 << 30, "json", True)["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
 @pytest.mark.parametrize("gpu", [False, True])
@@ -297,7 +297,7 @@ def test_only_a_child_for_gpu_work_is_told_to_set_cuda_up(tmp_path: Path, gpu: b
     from zootriage.core.confine import GPU_ENV
     from zootriage.core.isolation import ChildLimits, _environment
 
-    assert (_environment(tmp_path, ChildLimits(), gpu, 1 << 30, "json").get(GPU_ENV) == "1") is gpu
+    assert (_environment(tmp_path, ChildLimits(), gpu, 1 << 30, "json", True).get(GPU_ENV) == "1") is gpu
 
 
 @pytest.mark.gpu

@@ -172,7 +172,9 @@ class Child:
         owner = _owner(self.mode)
         if owner is not None:
             os.chown(self.folder, *owner)
-        env = {**_environment(self.folder, self.bounds, self.gpu, self.memory, module), **self.options}
+        own_user = self.mode.sandboxed or self.mode.user is not None
+        env = _environment(self.folder, self.bounds, self.gpu, self.memory, module, own_user)
+        env.update(self.options)
         prefix: list[str] = list(self.mode.command)
         fds: list[int] = []
         if self.mode.sandboxed:
@@ -396,16 +398,23 @@ def _import_roots(module: str) -> list[str]:
     return roots
 
 
-def _environment(folder: Path, bounds: ChildLimits, gpu: bool, memory: int, module: str) -> dict[str, str]:
+def _environment(
+    folder: Path, bounds: ChildLimits, gpu: bool, memory: int, module: str, own_user: bool
+) -> dict[str, str]:
     """The child's whole environment: what Python, torch and the model caches need, the caches named
-    by absolute path (its ``HOME`` is its own folder), and its limits for :mod:`core.confine`."""
+    by absolute path (its ``HOME`` is its own folder), and its limits for :mod:`core.confine`.
+
+    ``RLIMIT_NPROC`` counts every process of the child's user: it is set only where that user is the
+    child's own (``own_user``: the sandbox user, a user namespace's, ``nobody``), never where the child
+    runs as the worker's own user, whose other processes would count against it."""
     rlimits = {
         "RLIMIT_CPU": bounds.cpu_s,
         "RLIMIT_FSIZE": bounds.file_bytes,
         "RLIMIT_NOFILE": bounds.open_files,
-        "RLIMIT_NPROC": bounds.processes,
         "RLIMIT_CORE": 0,
     }
+    if own_user:
+        rlimits["RLIMIT_NPROC"] = bounds.processes
     if not gpu:
         rlimits["RLIMIT_AS"] = memory + ADDRESS_SPACE_HEADROOM
     env = {key: os.environ[key] for key in _KEPT_ENV if key in os.environ}
