@@ -91,7 +91,8 @@ def test_an_upload_keeps_its_file_name_name_tags_and_preprocessing(
 @pytest.mark.parametrize(
     ("field", "value", "says"),
     [
-        ("name", "bell\x07", "printable"),
+        ("name", "bell\x07", "control character"),
+        ("name", "no-break\u00a0space", "printable"),
         ("name", "x" * 129, "1 to 128"),
         ("tags", "Team=vision", "tag key"),
         ("tags", "team=a,team=b", "given twice"),

@@ -47,13 +47,15 @@ def newest_run_of_request(session: Session, request_key: str) -> Run | None:
     return session.scalar(newest.limit(1))
 
 
-def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Job]]:
-    """Every queued or running job, and the ``recent`` newest finished ones; newest first."""
+def active_and_recent(
+    session: Session, recent: int, projects: Collection[int] | None = None
+) -> tuple[list[Job], list[Job]]:
+    """Every queued or running job, and the ``recent`` newest finished ones (of these projects, when
+    given); newest first."""
     newest = Job.created_at.desc()
-    running = session.scalars(select(Job).where(Job.status.in_(_ACTIVE)).order_by(newest)).all()
-    finished = session.scalars(
-        select(Job).where(Job.status.not_in(_ACTIVE)).order_by(newest).limit(recent)
-    ).all()
+    jobs = select(Job) if projects is None else select(Job).where(Job.project_id.in_(list(projects)))
+    running = session.scalars(jobs.where(Job.status.in_(_ACTIVE)).order_by(newest)).all()
+    finished = session.scalars(jobs.where(Job.status.not_in(_ACTIVE)).order_by(newest).limit(recent)).all()
     return list(running), list(finished)
 
 

@@ -23,9 +23,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from zootriage.app.api_keys import Caller
 from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
 from zootriage.app.services.errors import ServiceError
+from zootriage.app.services.projects import check_run_visible
 from zootriage.core.backtest import on_runs3
 from zootriage.core.backtest.first_method import Record, backtest
 from zootriage.core.backtest.on_runs import RunOutcome, analyse
@@ -61,13 +63,17 @@ class BacktestAnswer:
     records: list[Record]
 
 
-def run_backtest(session: Session, body: BacktestRequest) -> BacktestOut:
+def run_backtest(session: Session, body: BacktestRequest, caller: Caller | None) -> BacktestOut:
     """Correlate every marker (or those named) of the named runs with the outcomes given for them."""
-    return backtest_with_records(session, body).result
+    return backtest_with_records(session, body, caller).result
 
 
-def backtest_with_records(session: Session, body: BacktestRequest) -> BacktestAnswer:
-    """``run_backtest`` with each run's record (id, architecture, outcome, marker values) beside it."""
+def backtest_with_records(session: Session, body: BacktestRequest, caller: Caller | None) -> BacktestAnswer:
+    """``run_backtest`` with each run's record (id, architecture, outcome, marker values) beside it.
+    Every run must be in a project ``caller``'s key may use (403 first, so a key limited to projects
+    learns nothing of other runs, not even whether they exist), then exist (404)."""
+    for run_id in body.outcomes:
+        check_run_visible(session, caller, run_id)
     found = runs_with_markers(session, body.outcomes.keys())
     missing = [str(run_id) for run_id in body.outcomes if run_id not in found]
     if missing:

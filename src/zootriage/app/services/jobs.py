@@ -207,9 +207,12 @@ def _after_race(
     raise ServiceError(409, "conflict", "a concurrent identical request is being handled; retry")
 
 
-def active_and_recent(session: Session, recent: int) -> tuple[list[Job], list[Job]]:
-    """The live jobs table: every queued or running job, and the ``recent`` newest finished ones."""
-    return job_queries.active_and_recent(session, recent)
+def active_and_recent(
+    session: Session, recent: int, projects: tuple[int, ...] | None = None
+) -> tuple[list[Job], list[Job]]:
+    """The live jobs table: every queued or running job, and the ``recent`` newest finished ones, of
+    these projects (None: every project)."""
+    return job_queries.active_and_recent(session, recent, projects)
 
 
 def job_page(

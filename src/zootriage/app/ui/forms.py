@@ -13,11 +13,13 @@ from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from zootriage.app.api.deps import SessionDep, SettingsDep
+from zootriage.app.db.models import Project
 from zootriage.app.schemas.jobs import JobRequest
 from zootriage.app.services import checkpoints as checkpoint_service
 from zootriage.app.services import jobs as job_service
+from zootriage.app.services import projects as project_service
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.ui.session import check_write
+from zootriage.app.ui.session import check_write, page_caller
 from zootriage.app.ui.templating import render
 from zootriage.core.errors import ZooError
 
@@ -77,6 +79,15 @@ def _drop_empty(body: dict[str, Any]) -> dict[str, Any]:
     return {k: (_drop_empty(v) if isinstance(v, dict) else v) for k, v in body.items() if v is not None}
 
 
+def _project(request: Request, session: SessionDep, settings: SettingsDep, name: str | None) -> Project:
+    """The job's project, as ``POST /v1/jobs?project=`` takes it: one the caller's key may use (none
+    named: the default project, which a key limited to others may not use)."""
+    try:
+        return project_service.project_for(session, page_caller(request, session, settings), name)
+    except ServiceError as exc:
+        raise _FormError("project", f"{exc.code}: {exc.message}") from None
+
+
 @router.post("/jobs", response_class=HTMLResponse)
 async def submit_form(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     form = {k: str(v) for k, v in (await request.form()).items()}
@@ -85,7 +96,9 @@ async def submit_form(request: Request, session: SessionDep, settings: SettingsD
     try:
         check_write(request, session, settings)
         body = JobRequest.model_validate(_drop_empty(_job_body(form)))
-        submitted = job_service.submit(session, settings, body, None)
+        # the project as ``POST /v1/jobs?project=`` takes it: one the caller's key may use
+        project = _project(request, session, settings, form.get("project") or None)
+        submitted = job_service.submit(session, settings, body, None, project.id)
         if submitted.run is not None:
             note = f"already computed: run {submitted.run.id}"
         else:

@@ -22,11 +22,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from zootriage.app.api.deps import SessionDep
+from zootriage.app.api.deps import SessionDep, SettingsDep
 from zootriage.app.schemas.backtests import MAX_RUNS, BacktestRequest
 from zootriage.app.services.errors import ServiceError
 from zootriage.app.ui.plots import marker_scatter
-from zootriage.app.ui.session import check_csrf
+from zootriage.app.ui.session import check_csrf, page_caller
 from zootriage.app.ui.templating import render
 from zootriage.core.catalogue.markers import list_markers
 from zootriage.core.noise import Estimate
@@ -160,7 +160,7 @@ def _context(form: dict[str, str], **more: Any) -> dict[str, Any]:
 
 
 @router.post("/backtests", response_class=HTMLResponse)
-async def backtest_page(request: Request, session: SessionDep) -> HTMLResponse:
+async def backtest_page(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     from zootriage.app.services import backtests as backtest_service
 
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
@@ -169,7 +169,8 @@ async def backtest_page(request: Request, session: SessionDep) -> HTMLResponse:
         check_csrf(request, form.get("csrf"))
         if marker not in {spec.name for spec in list_markers()}:
             raise FieldError("marker", 422, "unknown_marker", f"{marker[:64]!r} is not a marker")
-        answer = backtest_service.backtest_with_records(session, _request(form))
+        caller = page_caller(request, session, settings)
+        answer = backtest_service.backtest_with_records(session, _request(form), caller)
         carried = sorted({name for r in answer.records for name in r.markers})
         if marker not in carried:
             message = f"no run carries {marker!r}; they carry {carried}"

@@ -13,42 +13,54 @@ from zootriage.app.db.paging import CREATED
 from zootriage.app.db.run_queries import RunFilter
 from zootriage.app.services import gates as gate_service
 from zootriage.app.services import jobs as job_service
+from zootriage.app.services import projects as project_service
 from zootriage.app.services import runs as run_service
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.ui.session import check_write
+from zootriage.app.ui.session import check_write, page_caller
 from zootriage.app.ui.templating import render
 
 router = APIRouter()
 RECENT = 10
 
 
-def _jobs(session: SessionDep) -> tuple[list[Job], list[Job]]:
-    return job_service.active_and_recent(session, RECENT)
+def _jobs(
+    request: Request, session: SessionDep, settings: SettingsDep
+) -> tuple[list[Job], list[Job]]:
+    """The live jobs of the projects the caller's key may use (every project for a key without
+    limits, or on an open server)."""
+    projects = project_service.visible_project_ids(session, page_caller(request, session, settings), None)
+    return job_service.active_and_recent(session, RECENT, projects)
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request, session: SessionDep) -> HTMLResponse:
-    running, finished = _jobs(session)
-    runs, _ = run_service.history_page(session, RunFilter(), CREATED, True, RECENT, None)
-    gates, _ = gate_service.gate_page(session, RECENT, None)
+def home(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
+    """What is running, the recent runs and gates: each of the projects the caller's key may use."""
+    caller = page_caller(request, session, settings)
+    running, finished = _jobs(request, session, settings)
+    names = project_service.visible_project_names(session, caller, None)
+    runs, _ = run_service.history_page(session, RunFilter(projects=names), CREATED, True, RECENT, None)
+    ids = project_service.visible_project_ids(session, caller, None)
+    gates, _ = gate_service.gate_page(session, RECENT, None, project_ids=ids)
     context = {"running": running, "finished": finished, "runs": runs, "gates": gates}
     return render(request, "home.html", context)
 
 
 @router.get("/ui/jobs", response_class=HTMLResponse)
-def jobs_fragment(request: Request, session: SessionDep) -> HTMLResponse:
+def jobs_fragment(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     """The live jobs table alone, which ``/`` polls (HTMX ``every 1s``) for progress without a reload."""
-    running, finished = _jobs(session)
+    running, finished = _jobs(request, session, settings)
     return render(request, "jobs_table.html", {"running": running, "finished": finished})
 
 
 @router.post("/ui/jobs/{job_id}/cancel", response_class=HTMLResponse)
 def cancel(request: Request, job_id: uuid.UUID, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
+    """Cancel a job of a project the caller's key may use (``DELETE /v1/jobs/{id}``'s rules)."""
     message = None
     try:
         check_write(request, session, settings)
+        project_service.check_job_visible(session, page_caller(request, session, settings), job_id)
         job_service.cancel(session, settings, job_service.find_job(session, job_id))
     except ServiceError as exc:
         message = f"{exc.code}: {exc.message}"
-    running, finished = _jobs(session)
+    running, finished = _jobs(request, session, settings)
     return render(request, "jobs_table.html", {"running": running, "finished": finished, "error": message})

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from zootriage.app.api.cursor import Cursor, PageLimit
@@ -21,7 +21,7 @@ from zootriage.app.labels import DESCRIPTION_CHARS, NAME_CHARS, BadLabel, parse_
 from zootriage.app.schemas.runs import RunLabels
 from zootriage.app.services import short_ids
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.services.projects import list_projects
+from zootriage.app.services.projects import check_run_visible, list_projects
 from zootriage.app.services.runs import relabel, run_page_parts, set_archived_state
 from zootriage.app.ui.session import check_write, page_caller
 from zootriage.app.ui.templating import render
@@ -71,7 +71,12 @@ def history(
 
 
 @router.get("/runs.csv")
-def history_csv(settings: SettingsDep, query: RunQueryDep) -> StreamingResponse:
+def history_csv(request: Request, session: SessionDep, settings: SettingsDep, query: RunQueryDep) -> Response:
+    """The history as CSV, of the projects the caller's key may use (``GET /v1/runs?format=csv``)."""
+    try:
+        scope_run_query(session, page_caller(request, session, settings), query)
+    except ServiceError as exc:
+        return render(request, "error.html", {"error": exc}, status=exc.status)
     return query.csv(settings.effective_database_url)
 
 
@@ -79,15 +84,29 @@ IdText = Annotated[str, Path(max_length=short_ids.ID_TEXT_MAX)]
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: IdText, session: SessionDep) -> Response:
-    """The run's page; a unique prefix of its id redirects to the page under its full id."""
+def run_page(request: Request, run_id: IdText, session: SessionDep, settings: SettingsDep) -> Response:
+    """The run's page; a unique prefix of its id redirects to the page under its full id. 403 for a
+    run in none of the projects the caller's key may use, as ``GET /v1/runs/{id}``."""
     try:
         found = short_ids.resolve_uuid(session, short_ids.RUN, run_id)
+        check_run_visible(session, page_caller(request, session, settings), found)
     except ServiceError as exc:
         return render(request, "error.html", {"error": exc}, status=exc.status)
     if str(found) != run_id:
         return RedirectResponse(f"/runs/{found}", status_code=303)
     return _run_page(request, session, found)
+
+
+def _hidden(
+    request: Request, session: SessionDep, settings: SettingsDep, run_id: uuid.UUID
+) -> Response | None:
+    """The error page for a run the caller's key may not see, before anything of the run is shown
+    (a form refused for any reason shows the run's page again); None when it may."""
+    try:
+        check_run_visible(session, page_caller(request, session, settings), run_id)
+    except ServiceError as exc:
+        return render(request, "error.html", {"error": exc}, status=exc.status)
+    return None
 
 
 def _run_page(
@@ -138,6 +157,8 @@ async def run_labels(
 ) -> Response:
     """Rename or retag the run, then back to its page (303); the page with the refusal otherwise."""
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    if (hidden := _hidden(request, session, settings, run_id)) is not None:
+        return hidden
     try:
         check_write(request, session, settings, form.get("csrf"))
         relabel(session, run_id, _labels_of(form), replace_tags=True)
@@ -153,6 +174,8 @@ async def _set_archived(
     """The archive and restore buttons: the run's state changed, then back to its page (303); the page
     with the refusal otherwise."""
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    if (hidden := _hidden(request, session, settings, run_id)) is not None:
+        return hidden
     try:
         check_write(request, session, settings, form.get("csrf"))
         set_archived_state(session, run_id, archived=archived)
