@@ -228,6 +228,8 @@ def main() -> None:
         plant(request)
     elif mode == "forks":
         emit({"result": forks()})
+    elif mode == "describe":  # answers an extraction request with whatever description it was given
+        emit({"result": request["described"]})
     elif mode == "error":
         emit({"error": {"code": "checkpoint_key_mismatch", "message": "m.pt does not fit"}})
     elif mode == "allocate":

@@ -134,6 +134,14 @@ def test_a_program_describes_itself_through_its_zootriage_json(api: TestClient, 
     assert (refused.status_code, refused.json()["code"]) == (422, "bad_checkpoint")
     assert "broken.pt2" in refused.json()["message"] and "zootriage.json" in refused.json()["message"]
 
+    # its own name and architecture are shown on pages and printed by the command line: no control
+    # character (a NUL was a database error after the file was stored; an escape reached terminals)
+    for field, value in (("architecture", "Net\u0000"), ("name", "ok\u001b[8mhidden"), ("name", "a\u202eb")):
+        _rewrite_metadata(broken, json.dumps({field: value}).encode())
+        refused = api.post("/v1/checkpoints", files={"file": ("broken.pt2", broken.read_bytes())})
+        assert (refused.status_code, refused.json()["code"]) == (422, "bad_checkpoint"), (field, refused.text)
+        assert field in refused.json()["message"] and "control" in refused.json()["message"]
+
 
 def _rewrite_metadata(path: Path, content: bytes) -> None:
     import zipfile

@@ -5,6 +5,7 @@ is shown to reach nothing outside the folder, to block nothing, and to fail only
 
 from __future__ import annotations
 
+import copy
 import errno
 import json
 import logging
@@ -14,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from zootriage.core.confine import ENV
-from zootriage.core.errors import ResourceLimit
-from zootriage.core.extraction import output_limit
+from zootriage.core.errors import CheckpointUnsafe, ResourceLimit
+from zootriage.core.extraction import extract_in, output_limit
 from zootriage.core.isolation import Child, ChildLimits, _environment
+from zootriage.core.zoo.refs import parse_model_ref
 
 PROBE = "tests.isolation_probe"
 OUTPUT = "extraction.safetensors"
@@ -117,3 +119,52 @@ def test_the_process_limit_is_set_only_for_a_user_of_the_childs_own(tmp_path: Pa
     user (the weakest fallback), the worker's other processes would count against it, so it is not set."""
     config = json.loads(_environment(tmp_path, ChildLimits(), False, 1 << 30, "json", own_user)[ENV])
     assert ("RLIMIT_NPROC" in config["rlimits"]) is own_user
+
+
+GOOD_DESCRIPTION = {
+    "timings": {"load_model": 0.1, "extract": 0.2},
+    "threads": 2,
+    "info": {
+        "source": "checkpoint", "architecture": "Net", "weights": "m.pt2", "acc1": None, "num_params": 10,
+        "num_classes": 10, "label_space": "digits", "penultimate": "fc", "warnings": [],
+    },
+    "weights_sha256": "ab" * 32,
+    "preprocess": {"channels": 1, "crop": [28, 28], "resize": None, "mean": [0.5], "std": [0.5]},
+}
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("timings", "extract"), float("nan")),  # NaN: the database's JSON refuses it
+        (("info", "architecture"), "Net\u0000"),  # NUL: PostgreSQL text refuses it
+        (("info", "architecture"), {"a": 1}),  # not text at all
+        (("info", "architecture"), "N" * 129),  # over the runs' column
+        (("info", "name"), "extra"),  # a field no loader reports
+        (("threads",), 0),
+        (("weights_sha256",), "not a hash"),
+    ],
+)
+def test_a_childs_description_of_its_model_is_checked_before_use(
+    where: tuple[str, ...], value: object
+) -> None:
+    """After loading an upload, the child says what that upload made it say: a description a real
+    loader never writes fails the job as the checkpoint's fault (it once left the job 'running' until
+    the reaper, each attempt failing the database write that ends it)."""
+    described = copy.deepcopy(GOOD_DESCRIPTION)
+    target: dict[str, object] = described
+    for key in where[:-1]:
+        target = target[key]  # type: ignore[assignment]
+    target[where[-1]] = value
+    model = parse_model_ref("tv:resnet18.IMAGENET1K_V1")  # the probe loads nothing: any reference
+    limits = ChildLimits(memory_bytes=1 << 30, cpu_s=60)
+    with (
+        Child(PROBE, limits=limits) as child,
+        pytest.raises(CheckpointUnsafe, match="described the model it loaded wrongly"),
+    ):
+        extract_in(child, model, {"mode": "describe", "described": described}, 10, lambda *_: None)
+    with (
+        Child(PROBE, limits=limits) as child,
+        pytest.raises(RuntimeError, match="left no readable"),  # the same, well described: read on
+    ):
+        extract_in(child, model, {"mode": "describe", "described": GOOD_DESCRIPTION}, 10, lambda *_: None)

@@ -12,25 +12,57 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from zootriage.core.confine import JOB_WAITING_ENV
 from zootriage.core.data.archives import ArchiveLimits
 from zootriage.core.data.builtin import prepare_mapped
 from zootriage.core.data.mapped import CHILD_ENV
 from zootriage.core.data.refs import AnyDatasetRef, Sampling
-from zootriage.core.errors import CancelCheck
+from zootriage.core.errors import CancelCheck, CheckpointUnsafe
 from zootriage.core.extraction_child import OUTPUT
 from zootriage.core.features import Extraction, Progress
 from zootriage.core.isolation import Child, ChildLimits
+from zootriage.core.plain_text import PlainText
+from zootriage.core.zoo.preprocess import Preprocess
 from zootriage.core.zoo.refs import AnyModelRef, CheckpointRef
 
 MODULE = "zootriage.core.extraction_child"
 # Features and logits of one image, at most: the widest models of the zoos have 21,843 logits
 # (ImageNet-21k heads) and a few thousand features; a child that writes more is refused unread.
 MAX_ROW_VALUES = 1 << 17
+
+
+class _ReportedInfo(BaseModel):
+    """``core.zoo.loader.ModelInfo`` as a child reports it: every field typed and bounded, text plain."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    source: PlainText = Field(max_length=32)
+    architecture: PlainText = Field(min_length=1, max_length=128)  # the runs' column holds 128
+    weights: PlainText = Field(max_length=255)
+    acc1: float | None = Field(ge=0, le=100)
+    num_params: int = Field(ge=0, lt=1 << 53)
+    num_classes: int = Field(ge=0, le=1 << 20)
+    label_space: PlainText | None = Field(max_length=64)
+    penultimate: PlainText = Field(max_length=256)
+    warnings: list[PlainText] = Field(default=[], max_length=16)
+
+
+class Described(BaseModel):
+    """What the child says of the model it loaded (:func:`extract_in`), checked before anything of it
+    is used, cached or stored: after loading an upload the child runs whatever that upload made of it,
+    so a NaN timing, a NUL or a dict where text goes, or a 10,000-character architecture is refused
+    here, as the checkpoint's fault, instead of failing the database write that ends the job."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    timings: dict[Literal["load_model", "extract"], Annotated[float, Field(ge=0)]]
+    threads: int = Field(ge=1, le=1 << 16)
+    info: _ReportedInfo
+    weights_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    preprocess: Preprocess
 
 
 @dataclass(frozen=True)
@@ -94,7 +126,13 @@ def extract_in(
         child.stage({source.name: source})
         model = model.model_copy(update={"path": source.name})
     child.send({**options, "model": model.model_dump(mode="json")})
-    described = child.receive("result", progress, cancel)
+    answer = child.receive("result", progress, cancel)
+    try:
+        described = Described.model_validate(answer).model_dump(mode="json")
+    except ValidationError as exc:
+        where = ".".join(map(str, exc.errors()[0]["loc"]))
+        raise CheckpointUnsafe(f"the model's process described the model it loaded wrongly ({where}): "
+                               "refused") from None
     child.kill()  # it has answered: nothing more of it runs while its file is read
     return _read_arrays(child.read_output(OUTPUT, output_limit(expected)), expected), described
 

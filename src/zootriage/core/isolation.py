@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 from zootriage.core import leftovers, memory_limit, sandbox
 from zootriage.core.confine import ENV, GPU_ENV, OPTION_PREFIX
 from zootriage.core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
+from zootriage.core.plain_text import cleaned
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -58,6 +59,7 @@ LOW_PRIVILEGE_USER = "nobody"
 # ~3.5 GB (0.7 GB resident). The rlimit on address space is the memory bound plus this; the cgroup,
 # where there is one, bounds resident memory at the bound itself.
 ADDRESS_SPACE_HEADROOM = 4 << 30
+MESSAGE_CHARS = 4000  # of an error message a child sends (its first line is what a job shows)
 _KEPT_ENV = (
     "PATH", "PYTHONPATH", "HOME", "LANG", "LC_ALL", "TORCH_HOME", "HF_HOME", "HF_HUB_OFFLINE",
     "HF_HUB_CACHE", "XDG_CACHE_HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
@@ -497,8 +499,12 @@ def _parse(line: bytes) -> dict[str, Any]:
 
 
 def _error(error: Any) -> Exception:
-    """The child's ``{code, message}`` as the ``ZooError`` of that code; an unknown code is our bug."""
-    code, message = str(error.get("code")), str(error.get("message"))
+    """The child's ``{code, message}`` as the ``ZooError`` of that code; an unknown code is our bug.
+    The message is the child's to choose: bounded, its control characters replaced (a log line of it
+    cannot forge another, nor hold a NUL the database refuses)."""
+    if not isinstance(error, dict):
+        return RuntimeError("the isolated child wrote an error that is not an object")
+    code, message = str(error.get("code"))[:64], cleaned(str(error.get("message"))[:MESSAGE_CHARS])
     for cls in _zoo_errors(ZooError):
         if cls.code == code:
             return cls(message)

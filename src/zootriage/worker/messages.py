@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from zootriage.core.plain_text import cleaned
+
 MAX_CHARS = 500
 # An absolute POSIX path of two or more components, e.g. /usr/lib/python3/site-packages/torch/x.py;
 # the lookbehind keeps URLs and relative paths (a dataset's own sub-folder) as they are.
@@ -17,7 +19,10 @@ _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s/'\":,;()]+/)+([^\s/'\":,;()
 
 
 def public_message(text: str) -> str:
+    """The first non-blank line, absolute paths cut, control characters replaced (a sandboxed child's
+    message may hold a NUL, which the database cannot store, or a terminal escape), bounded."""
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = cleaned(line, allowed="\t")
     line = _ABSOLUTE_PATH.sub(r"\1", line)
     return line if len(line) <= MAX_CHARS else line[: MAX_CHARS - 1] + "…"
 

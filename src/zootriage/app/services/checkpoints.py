@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import json
 import re
-import unicodedata
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from zootriage.app.settings import Settings
 from zootriage.app.storage import upload_store
 from zootriage.core.catalogue import timm as timm_catalogue
 from zootriage.core.catalogue import torchvision as torchvision_catalogue
+from zootriage.core.plain_text import controls
 from zootriage.core.storage import Store
 from zootriage.core.zoo.archive_check import check_file, program_extra
 from zootriage.core.zoo.preprocess import Preprocess
@@ -58,7 +58,7 @@ def check_text(received: ReceivedFile) -> None:
     texts = {"the file name": (received.filename or "", "")}
     texts.update({f"{name!r}": (value, "\t\n\r") for name, value in received.fields.items()})
     for name, (text, allowed) in texts.items():
-        if any(unicodedata.category(c) == "Cc" and c not in allowed for c in text):
+        if controls(text, allowed):
             raise ServiceError(422, "invalid_upload", f"{name} holds a NUL or another control character")
 
 

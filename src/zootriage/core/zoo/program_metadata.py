@@ -21,6 +21,7 @@ import json
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from zootriage.core.errors import BadCheckpoint
+from zootriage.core.plain_text import PlainText
 from zootriage.core.zoo.preprocess import Preprocess
 
 METADATA_FILE = "zootriage.json"
@@ -32,8 +33,9 @@ class ProgramMetadata(BaseModel):
 
     preprocess: Preprocess | None = None
     label_space: str | None = Field(default=None, pattern=LABEL_SPACE)
-    architecture: str | None = Field(default=None, min_length=1, max_length=128)
-    name: str | None = Field(default=None, min_length=1, max_length=128)
+    # shown on pages and printed by the command line: no control character (``core.plain_text``)
+    architecture: PlainText | None = Field(default=None, min_length=1, max_length=128)
+    name: PlainText | None = Field(default=None, min_length=1, max_length=128)
 
 
 def parse_metadata(raw: bytes | str | None, display_name: str) -> ProgramMetadata:
