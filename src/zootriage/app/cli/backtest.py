@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from zootriage.app.cli.exits import BAD_INPUT
+from zootriage.app.cli.terminal_text import escape
 
 if TYPE_CHECKING:
     from zootriage.core.backtest.on_runs import RunOutcome

@@ -13,7 +13,6 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from zootriage.app.cli.client import (
     DEFAULT_URL,
@@ -34,6 +33,7 @@ from zootriage.app.cli.client import (
     tag_map,
 )
 from zootriage.app.cli.tables import Column, fitted_table
+from zootriage.app.cli.terminal_text import escape, terminal_safe
 
 HISTORY_MARKERS = ("dimension", "utilization", "id_accuracy", "logme")
 RUN_ID_HELP = "run id (as history prints it), or its first 8 or more hex digits"
@@ -56,7 +56,7 @@ def _tags(tags: dict[str, str]) -> str:
 
 def _more(next_cursor: str | None) -> None:
     if next_cursor:  # one plain line (rich would wrap the token at the terminal's width)
-        sys.stderr.write(f"more: repeat with --cursor {next_cursor}\n")
+        sys.stderr.write(f"more: repeat with --cursor {terminal_safe(next_cursor)}\n")
 
 
 def history(

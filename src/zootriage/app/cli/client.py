@@ -26,8 +26,6 @@ from urllib.parse import quote
 
 import httpx
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -42,6 +40,7 @@ from zootriage.app.cli.scoring_options import (
     Seed,
     Split,
 )
+from zootriage.app.cli.terminal_text import TerminalConsole, escape
 
 PASSED, FAILED, ERROR, INCONCLUSIVE = 0, 1, 2, 3
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -52,8 +51,8 @@ MODEL_HELP = (
     "tv:ARCH.WEIGHTS, timm:NAME[.TAG], tv:ARCH@FILE, timm:NAME@FILE, ckpt:FILE.pt2 (local files are uploaded)"
 )
 
-err = Console(stderr=True)
-out = Console()
+err = TerminalConsole(stderr=True)  # every string through terminal_safe (app.cli.terminal_text)
+out = TerminalConsole()
 
 Url = Annotated[str, typer.Option("--url", envvar="ZOOTRIAGE_URL", help="service URL")]
 ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="ZOOTRIAGE_API_KEY", help="write key")]
@@ -222,7 +221,8 @@ class JobBars:
 
     def show(self, job: dict[str, Any]) -> None:
         progress = job["progress"]
-        label = f"{job['id'][:8]} {job['status']:<9} {progress['stage'] or '':<10}"
+        # a bar's description is markup that no console's render_str sees: escape it here
+        label = escape(f"{job['id'][:8]} {job['status']:<9} {progress['stage'] or '':<10}")
         total = max(progress["total"], 1)
         done = total if job["status"] == "succeeded" else progress["done"]
         if job["id"] not in self.tasks:

@@ -17,9 +17,9 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 
 from zootriage.app.cli.exits import BAD_INPUT
+from zootriage.app.cli.terminal_text import escape
 from zootriage.app.labels import BadLabel, check_name
 
 err = Console(stderr=True)

@@ -10,7 +10,6 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from zootriage.app.cli.browse import RUN_ID_HELP, _more, _tags
 from zootriage.app.cli.client import (
@@ -25,6 +24,7 @@ from zootriage.app.cli.client import (
     out,
 )
 from zootriage.app.cli.tables import Column, fitted_table
+from zootriage.app.cli.terminal_text import escape
 
 Limit = Annotated[int, typer.Option(min=1, help="rows (one page)")]
 PageCursor = Annotated[str | None, typer.Option(help="the next page, as the previous one printed")]
@@ -145,7 +145,7 @@ def jobs(
         error = job["error"]
         outcome = job["run_id"] or (f"{error['code']}: {error['message']}" if error else "-")
         rows.append([
-            job["id"], _when(job["created_at"]), job["status"], done, escape(job["name"] or "-"),
+            job["id"], _when(job["created_at"]), job["status"], escape(done), escape(job["name"] or "-"),
             escape(outcome),
         ])
     out.print(fitted_table(layout, rows, out.width))

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from zootriage.app.cli.client import (
     DEFAULT_URL,
@@ -21,6 +20,7 @@ from zootriage.app.cli.client import (
     _print_json,
     out,
 )
+from zootriage.app.cli.terminal_text import escape
 
 projects_app = typer.Typer(help="List and create projects.", no_args_is_help=True)
 alias_app = typer.Typer(help="Baseline aliases of a project: set, list, show, history.", no_args_is_help=True)

@@ -37,6 +37,7 @@ from zootriage.app.cli.scoring_options import (
     Seed,
     Split,
 )
+from zootriage.app.cli.terminal_text import escape
 
 if TYPE_CHECKING:
     from zootriage.core.data.refs import AnyDatasetRef, Sampling
@@ -106,10 +107,10 @@ def score(
             )
     except ZooError as exc:
         hint = " (--download fetches them where the network allows)" if _missing_timm(exc, download) else ""
-        err.print(f"[red]error[/red] {exc.code}: {exc.message}{hint}")
+        err.print(f"[red]error[/red] {exc.code}: {escape(exc.message)}{hint}")
         raise typer.Exit(BAD_INPUT) from None
     except ValueError as exc:  # option values the core validates (pydantic errors are ValueErrors)
-        err.print(f"[red]error[/red] bad_option: {exc}")
+        err.print(f"[red]error[/red] bad_option: {escape(str(exc))}")
         raise typer.Exit(BAD_INPUT) from None
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")

@@ -17,9 +17,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from zootriage.app.cli.exits import BAD_INPUT
+from zootriage.app.cli.terminal_text import escape
 
 PLAN = Path("docs/study/PLAN.md")
 RECORDS = Path("docs/study/preregistered-run/models")

@@ -21,10 +21,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from zootriage.app.cli.exits import BAD_INPUT
 from zootriage.app.cli.study2 import parse_shard
+from zootriage.app.cli.terminal_text import escape
 
 PLAN = Path("docs/study/PLAN-3.md")
 FROZEN = Path("docs/study/plan3_frozen_rule.json")

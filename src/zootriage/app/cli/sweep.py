@@ -8,7 +8,6 @@ import time
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -45,6 +44,7 @@ from zootriage.app.cli.scoring_options import (
     Seed,
     Split,
 )
+from zootriage.app.cli.terminal_text import escape
 
 sweep_app = typer.Typer(
     name="sweep", help="Score many models on one dataset and rank them.", no_args_is_help=True
@@ -61,7 +61,8 @@ def _follow(client: Client, sweep_id: str, timeout: float, poll: float = 1.0) ->
         while True:
             sweep = dict(client.call("GET", f"/v1/sweeps/{sweep_id}").json())
             counts = ", ".join(f"{n} {status}" for status, n in sorted(sweep["progress"]["counts"].items()))
-            bars.update(task, completed=sweep["progress"]["fraction"], description=f"{sweep_id[:8]} {counts}")
+            described = escape(f"{sweep_id[:8]} {counts}")  # a bar's description is markup
+            bars.update(task, completed=sweep["progress"]["fraction"], description=described)
             if sweep["status"] != "running":
                 return sweep
             if time.monotonic() > deadline:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from zootriage.app.cli.client import (
     DEFAULT_URL,
@@ -30,6 +29,7 @@ from zootriage.app.cli.client import (
     out,
 )
 from zootriage.app.cli.tables import Column, fitted_table
+from zootriage.app.cli.terminal_text import escape
 
 VERDICT = {
     "drift": "[red]DRIFT[/red]",
