@@ -144,7 +144,8 @@ def report(request: dict[str, Any]) -> dict[str, Any]:
         # the sandbox's own first process is bubblewrap, whose command line names the binds (a test's
         # folders among them): any other line naming pytest would be a host process seen from inside
         "host_commands": [
-            line for line in _command_lines() if "pytest" in line and not line.split(" ")[0].endswith("/bwrap")
+            line for line in _command_lines()
+            if "pytest" in line and not line.split(" ")[0].endswith("/bwrap")
         ],
         "visible_pids": sorted(int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()),
         "limits": {name: resource.getrlimit(getattr(resource, name))[0] for name in LIMITS},

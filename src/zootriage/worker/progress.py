@@ -4,8 +4,10 @@ Writes are throttled (a stage change, or half a second since the last write) so 
 callback costs nothing noticeable; and, whatever the stages say, to ``RATE`` writes a second after a
 burst of ``BURST``: progress comes from the sandboxed child, whose lines an upload may write, and a
 child alternating two stage names would otherwise cost the database one write a line for the job's
-whole time limit. A real job changes stage a handful of times (sample, load, extract, markers). Each write is conditional on the job still running: when a client
-cancelled it, the update matches no row and ``JobCancelled`` unwinds the computation. Stages that
+whole time limit. A real job changes stage a handful of times (sample, load, extract, markers).
+
+Each write is conditional on the job still running: when a client cancelled it, the update matches
+no row and ``JobCancelled`` unwinds the computation. Stages that
 report no progress for a long while (the markers: GLUE's repeats and solver batches) poll
 ``cancelled`` instead, which reads the row at most every half second.
 """

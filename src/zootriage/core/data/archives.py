@@ -31,6 +31,9 @@ class ArchiveLimits:
     max_decompressed_bytes: int = 4 << 30
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_classes: int = 100_000  # label values index class names: they must not size an allocation
+    # A folder is listed, not inflated: its bound only keeps the listing's memory and time in proportion,
+    # and leaves room for ImageNet-1k's training set (1.28 M images).
+    max_folder_images: int = 2_000_000
 
     @property
     def max_members(self) -> int:

@@ -13,7 +13,7 @@ import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
@@ -25,8 +25,22 @@ if TYPE_CHECKING:
     import torch
 
 Picture: TypeAlias = "Image.Image | np.ndarray | torch.Tensor"  # a tensor is uint8 (C, H, W)
-_TORCH_DECODES = {"JPEG", "PNG", "WEBP"}
+_TORCH_DECODES = ("JPEG", "PNG", "WEBP")
 DEFAULT_MAX_PIXELS = 50_000_000  # refuse decompression bombs before decoding (PIL reads the size first)
+# The image suffixes datasets may hold, each with the PIL formats its file is opened as: its own format
+# only, so bytes of another format (ICO, which decodes inside ``Image.open``; EPS, which runs
+# Ghostscript; any other PIL plugin) are never parsed. A JPEG, PNG or WebP file may hold either of the
+# other two (real datasets hold such misnamed files, ImageNet a PNG named .JPEG): their headers are read
+# without decoding, and torchvision decodes them.
+_WEB = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP"}
+SUFFIX_FORMATS: dict[str, tuple[str, ...]] = {
+    **{suffix: (own, *(f for f in _TORCH_DECODES if f != own)) for suffix, own in _WEB.items()},
+    ".bmp": ("BMP",),
+    ".tif": ("TIFF",),
+    ".tiff": ("TIFF",),
+    ".ppm": ("PPM",),  # PIL's PPM plugin reads the whole netpbm family, PGM included
+    ".pgm": ("PPM",),
+}
 
 
 @dataclass(frozen=True)
@@ -113,12 +127,20 @@ def pixel_levels(x: np.ndarray, scale: float) -> np.ndarray:
 
 def decode(data: bytes, name: str, max_pixels: int) -> Picture:
     """RGB uint8 (3, H, W) for JPEG, PNG and WebP (torchvision's decoders: about twice PIL's speed, and
-    the tensor resize that follows is faster too); other formats through PIL.
+    the tensor resize that follows is faster too); BMP, TIFF and netpbm through PIL.
 
-    PIL reads only the header first, so an image over ``max_pixels`` is refused before it is decoded.
+    The file is opened only as the format(s) its suffix names (``SUFFIX_FORMATS``), whose PIL plugins
+    read just the header in ``Image.open``; so an image over ``max_pixels`` is refused before anything
+    is decoded. PIL's own decompression-bomb bound (a warning, then an error, past
+    ``Image.MAX_IMAGE_PIXELS``) is a refusal too, never a warning.
     """
+    formats = SUFFIX_FORMATS.get(PurePosixPath(name).suffix.lower())
+    if formats is None:
+        raise BadImage(f"{name}: not an image file name (expected one of {', '.join(SUFFIX_FORMATS)})")
     try:
-        image = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data), formats=formats)
         if image.width * image.height > max_pixels:
             raise BadImage(f"{name}: {image.width}×{image.height} pixels is over the {max_pixels} limit")
         if image.format in _TORCH_DECODES:
@@ -130,6 +152,9 @@ def decode(data: bytes, name: str, max_pixels: int) -> Picture:
                 pixels = torch.frombuffer(bytearray(data), dtype=torch.uint8)
                 return decode_image(pixels, mode=ImageReadMode.RGB)
         image.load()
-    except (OSError, RuntimeError, SyntaxError, Image.DecompressionBombError) as exc:
-        raise BadImage(f"{name}: not a readable image ({exc})") from exc
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise BadImage(f"{name}: over the pixel limit ({exc})") from exc
+    except (OSError, RuntimeError, SyntaxError) as exc:
+        kinds = formats[0] if len(formats) == 1 else f"{', '.join(formats[:-1])} or {formats[-1]}"
+        raise BadImage(f"{name}: not a readable {kinds} image ({exc})") from exc
     return image

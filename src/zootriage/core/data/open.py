@@ -26,7 +26,7 @@ def open_dataset(
     if isinstance(ref, BuiltinRef):
         return open_builtin(ref.name, split)
     if isinstance(ref, FolderRef):
-        return open_folder(ref.path, split, root_paths, ref.label_space, limits.max_pixels)
+        return open_folder(ref.path, split, root_paths, ref.label_space, limits)
     if isinstance(ref, ArchiveRef):
         if split is not None:
             raise BadSampling("an archive has no splits; leave split empty")
