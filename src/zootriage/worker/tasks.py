@@ -133,6 +133,20 @@ def guarded(settings: Settings, job: uuid.UUID, work: Callable[[], T]) -> T | No
     return None
 
 
+def ending(settings: Settings, job: uuid.UUID, write: Callable[[], None]) -> None:
+    """The write that ends a stage (``hand_over``, ``store``): a transient error is retried as any
+    other; any other error (a bug, a value the database refuses) fails the job as ``internal_error``
+    at once, instead of leaving it ``running`` for the reaper to retry into the same error and end as
+    ``worker_lost``."""
+    try:
+        write()
+    except TRANSIENT:
+        raise
+    except Exception:
+        log.exception("job %s: the write that ends its stage failed", job)
+        fail(settings, job, "internal_error", internal_error_message(str(job)))
+
+
 @celery_app.task(name=EXTRACT_TASK, **_POLICY)
 def extract_features(self: Task, job_id: str, publication: int | None = None) -> None:
     settings = get_settings()
@@ -143,7 +157,7 @@ def extract_features(self: Task, job_id: str, publication: int | None = None) ->
         return
     extracted = guarded(settings, job, lambda: extract(settings, claimed))
     if extracted is not None:
-        hand_over(settings, claimed, extracted, worker_name(self))
+        ending(settings, job, lambda: hand_over(settings, claimed, extracted, worker_name(self)))
     sweep_goes_on(settings, job)
 
 
@@ -160,7 +174,7 @@ def compute_markers(self: Task, job_id: str, publication: int | None = None) -> 
         return
     result = guarded(settings, job, lambda: markers(settings, claimed))
     if result is not None:
-        store(settings, claimed, result, worker_name(self))
+        ending(settings, job, lambda: store(settings, claimed, result, worker_name(self)))
     sweep_goes_on(settings, job)
 
 
