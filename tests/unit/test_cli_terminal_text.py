@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import zootriage.app.cli as cli_package
-from zootriage.app.cli import app
+from zootriage.app.cli import app, client
 from zootriage.app.cli.client import Client
 from zootriage.app.cli.terminal_text import escape, terminal_safe
 
@@ -60,6 +60,10 @@ def service(monkeypatch: pytest.MonkeyPatch) -> dict[str, Answer]:
 
     monkeypatch.setattr(Client, "__init__", init)
     monkeypatch.delenv("ZOOTRIAGE_PROJECT", raising=False)
+    # The client's consoles fix their width from COLUMNS when the module is first imported (by whichever
+    # test came first); here they follow the runner's COLUMNS (WIDE), so no cell is wrapped
+    for console in (client.out, client.err):
+        monkeypatch.setattr(console, "_width", None)
     return answers
 
 
