@@ -146,3 +146,39 @@ def test_the_study_page_shows_every_rule_of_every_outcome(client: TestClient) ->
     assert "not shown" in page.text  # some rule does not beat ID accuracy, and the page says so
     first = page.text.index(f'id="outcome-{doc["primary_outcome"]}"')
     assert all(first <= page.text.index(f'id="outcome-{name}"') for name in doc["outcomes"])
+
+
+def test_the_back_test_runs_off_the_event_loop(
+    client: TestClient, zoo: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page is async (it reads its form), but the back-test itself (seconds of numpy and scipy for
+    a large one) runs in the thread pool: run on the event loop, it held every other request, /healthz
+    included, for as long (an audit measured 9.5 s)."""
+    import asyncio
+
+    from zootriage.app.services import backtests as backtest_service
+
+    real, seen = backtest_service.backtest_with_records, []
+
+    def where(*args: object, **kwargs: object) -> object:
+        try:
+            asyncio.get_running_loop()
+            seen.append("event loop")
+        except RuntimeError:
+            seen.append("worker thread")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backtest_service, "backtest_with_records", where)
+    outcomes = "\n".join(f"{run_id},{0.1 * k}" for k, run_id in enumerate(zoo))
+    answer = _post(client, outcomes, method="preregistered")
+    assert answer.status_code in (200, 422), answer.text[-500:]  # the zoo has no recipes: a refusal
+    assert seen == ["worker thread"]
+
+
+def test_a_method_the_page_does_not_offer_is_refused_beside_its_field(
+    client: TestClient, zoo: list[str]
+) -> None:
+    """The API's "first-study" answers in a shape the page cannot plot: it was a 500 from the form."""
+    outcomes = "\n".join(f"{run_id},{0.1 * k}" for k, run_id in enumerate(zoo))
+    answer = _post(client, outcomes, method="first-study")
+    assert answer.status_code == 422 and _alert(answer.text, "method").startswith("invalid_request: method")

@@ -94,3 +94,30 @@ def test_extreme_magnitudes_neither_overflow_nor_lose_the_sign() -> None:
     y = [-1e308, 1e308, 0.0, 1e-300]
     assert pearson(x, y) == pytest.approx(sps.pearsonr(np.array(x) / 1e300, np.array(y) / 1e300).statistic)
     assert correlate(x, y, n_boot=50).pearson_ci is not None
+
+
+def test_pairs_are_every_same_architecture_pair_with_different_outcomes() -> None:
+    """Formed within each architecture, they are exactly the brute-force pairs over all models."""
+    import itertools
+
+    from zootriage.core.backtest.first_method import _pairs
+
+    rng = np.random.default_rng(5)
+    zoo = [Record(f"m{i}", "abc"[i % 3], float(rng.integers(0, 4)), {}) for i in range(30)]
+    brute = {
+        (a.model, b.model) if a.outcome > b.outcome else (b.model, a.model)
+        for a, b in itertools.combinations(zoo, 2)
+        if a.architecture == b.architecture and a.outcome != b.outcome
+    }
+    assert {(good.model, bad.model) for good, bad in _pairs(zoo)} == brute and brute
+
+
+def test_a_back_test_over_its_bounds_is_refused_before_any_work() -> None:
+    """5,000 models of one architecture are 12.5 M pairs for each marker (an audit's request took
+    389 s of CPU in the API): refused at once, as n_boot draws over too many models are."""
+    big = [Record(f"m{i}", "a", float(i % 7), {"dimension": float(i)}) for i in range(5000)]
+    with pytest.raises(ValueError, match="same-architecture model pairs"):
+        backtest(big, n_boot=100)
+    spread = [Record(f"m{i}", f"a{i}", float(i % 7), {"dimension": float(i)}) for i in range(5000)]
+    with pytest.raises(ValueError, match="n_boot 2000 × 5000 models"):
+        backtest(spread, n_boot=2000)

@@ -25,6 +25,12 @@ from typing import Any
 
 from zootriage.core.backtest.stats import MIN_MODELS, Correlation, correlate
 
+# What one back-test may cost, checked before any work (the other methods bound theirs the same way,
+# ``core.backtest.on_runs``): same-architecture model pairs × markers (each pair is compared once per
+# marker, in Python), and bootstrap draws × models (each marker's correlation resamples that many).
+MAX_PAIR_CELLS = 2_000_000
+MAX_BOOT_CELLS = 2_000_000
+
 
 @dataclass(frozen=True)
 class Record:
@@ -78,14 +84,36 @@ def _rate(outcomes: list[int], pairs: int) -> PairwiseRate:
     return PairwiseRate(pairs, wins / pairs, losses / pairs, (pairs - wins - losses) / pairs)
 
 
+def _by_architecture(records: Sequence[Record]) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = {}
+    for record in records:
+        groups.setdefault(record.architecture, []).append(record)
+    return groups
+
+
 def _pairs(records: Sequence[Record]) -> list[tuple[Record, Record]]:
-    """Pairs of one architecture with different outcomes, ordered so the first transfers better."""
+    """Pairs of one architecture with different outcomes, ordered so the first transfers better
+    (formed within each architecture: their count, not the square of all models, is the cost)."""
     out = []
-    for first, second in itertools.combinations(records, 2):
-        if first.architecture != second.architecture or first.outcome == second.outcome:
-            continue
-        out.append((first, second) if first.outcome > second.outcome else (second, first))
+    for group in _by_architecture(records).values():
+        for first, second in itertools.combinations(group, 2):
+            if first.outcome != second.outcome:
+                out.append((first, second) if first.outcome > second.outcome else (second, first))
     return out
+
+
+def _check_size(records: Sequence[Record], n_markers: int, n_boot: int) -> None:
+    """``ValueError`` (a 422) before any work when the back-test would pass the bounds above."""
+    pairs = sum(len(g) * (len(g) - 1) // 2 for g in _by_architecture(records).values())
+    if pairs * n_markers > MAX_PAIR_CELLS:
+        raise ValueError(
+            f"{pairs} same-architecture model pairs × {n_markers} markers exceeds {MAX_PAIR_CELLS:,}: "
+            "back-test fewer models or markers at a time, or use the confirmatory method"
+        )
+    if n_boot * len(records) > MAX_BOOT_CELLS:
+        raise ValueError(
+            f"n_boot {n_boot} × {len(records)} models exceeds {MAX_BOOT_CELLS:,}: lower n_boot"
+        )
 
 
 def _sign(better: float | None, worse: float | None) -> int:
@@ -142,13 +170,15 @@ def backtest(
 ) -> Backtest:
     """Back-test every marker (default: every name any record carries) against the outcome.
 
-    Raises ``ValueError`` for fewer than ``MIN_MODELS`` records or invalid ones.
+    Raises ``ValueError`` for fewer than ``MIN_MODELS`` records or invalid ones, and for a back-test
+    over the bounds ``MAX_PAIR_CELLS`` and ``MAX_BOOT_CELLS``.
     """
     records = list(records)
     if len(records) < MIN_MODELS:
         raise ValueError(f"a back-test needs at least {MIN_MODELS} models, got {len(records)}")
     validate_records(records)
     names = list(markers) if markers is not None else sorted({n for r in records for n in r.markers})
+    _check_size(records, len(names), n_boot)
     archs: dict[str, int] = {}
     for record in records:
         archs[record.architecture] = archs.get(record.architecture, 0) + 1
