@@ -18,7 +18,7 @@ The trends page reads :func:`project_runs` (the runs of a project through any ru
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Table, exists, select
@@ -154,9 +154,16 @@ def in_projects(names: Sequence[str]) -> ColumnElement[bool]:
     return exists().where(ProjectRun.run_id == Run.id, ProjectRun.project_id.in_(ids.scalar_subquery()))
 
 
-def run_in_projects(session: Session, run_id: uuid.UUID, ids: Sequence[int]) -> bool:
-    query = select(ProjectRun.run_id).where(ProjectRun.run_id == run_id, ProjectRun.project_id.in_(list(ids)))
-    return session.scalar(query.limit(1)) is not None
+def runs_in_projects(
+    session: Session, run_ids: Collection[uuid.UUID], ids: Sequence[int]
+) -> set[uuid.UUID]:
+    """Which of ``run_ids`` have joined one of the projects ``ids`` (one query, however many runs)."""
+    if not run_ids:
+        return set()
+    query = select(ProjectRun.run_id).where(
+        ProjectRun.run_id.in_(list(run_ids)), ProjectRun.project_id.in_(list(ids))
+    )
+    return set(session.scalars(query.distinct()))
 
 
 def job_in_projects(session: Session, job_id: uuid.UUID, ids: Sequence[int]) -> bool:

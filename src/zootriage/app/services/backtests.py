@@ -27,7 +27,7 @@ from zootriage.app.api_keys import Caller
 from zootriage.app.db.run_queries import RunWithMarkers, runs_with_markers
 from zootriage.app.schemas.backtests import BacktestOut, BacktestRequest
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.services.projects import check_run_visible
+from zootriage.app.services.projects import check_runs_visible
 from zootriage.core.backtest import on_runs3
 from zootriage.core.backtest.first_method import Record, backtest
 from zootriage.core.backtest.on_runs import RunOutcome, analyse
@@ -72,8 +72,7 @@ def backtest_with_records(session: Session, body: BacktestRequest, caller: Calle
     """``run_backtest`` with each run's record (id, architecture, outcome, marker values) beside it.
     Every run must be in a project ``caller``'s key may use (403 first, so a key limited to projects
     learns nothing of other runs, not even whether they exist), then exist (404)."""
-    for run_id in body.outcomes:
-        check_run_visible(session, caller, run_id)
+    check_runs_visible(session, caller, list(body.outcomes))
     found = runs_with_markers(session, body.outcomes.keys())
     missing = [str(run_id) for run_id in body.outcomes if run_id not in found]
     if missing:

@@ -10,7 +10,7 @@ A key with no limit, or no key on an open server, uses every project.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -112,11 +112,18 @@ def check_projects_exist(session: Session, names: Iterable[str]) -> None:
 def check_run_visible(session: Session, caller: Caller | None, run_id: uuid.UUID) -> None:
     """403 when ``caller``'s key is limited to projects none of which the run has joined. (A key with
     no limit may alias or gate any run in a project: the run then joins that project.)"""
+    check_runs_visible(session, caller, [run_id])
+
+
+def check_runs_visible(session: Session, caller: Caller | None, run_ids: Sequence[uuid.UUID]) -> None:
+    """:func:`check_run_visible` for many runs in one query: 403 naming the first the key may not see."""
     if caller is None or caller.projects is None:
         return
-    if not q.run_in_projects(session, run_id, q.project_ids(session, caller.projects)):
+    seen = q.runs_in_projects(session, run_ids, q.project_ids(session, caller.projects))
+    hidden = next((run_id for run_id in run_ids if run_id not in seen), None)
+    if hidden is not None:
         raise ServiceError(
-            403, "forbidden", f"run {run_id} is in none of the projects the API key {caller.name!r} may use"
+            403, "forbidden", f"run {hidden} is in none of the projects the API key {caller.name!r} may use"
         )
 
 

@@ -19,7 +19,7 @@ from zootriage.app.api_keys import Caller
 from zootriage.app.services import short_ids
 from zootriage.app.services.compare import compare_runs
 from zootriage.app.services.errors import ServiceError
-from zootriage.app.services.projects import check_run_visible
+from zootriage.app.services.projects import check_runs_visible
 from zootriage.app.ui.plots import marker_scatter
 from zootriage.app.ui.session import page_caller
 from zootriage.app.ui.templating import render
@@ -38,8 +38,7 @@ def _run_ids(session: Session, caller: Caller | None, text: str) -> list[uuid.UU
     if not parts or len(parts) > COMPARE_MAX:
         raise ServiceError(422, "invalid_request", f"runs: name 1 to {COMPARE_MAX} run ids, comma-separated")
     found = list(dict.fromkeys(short_ids.resolve_uuid(session, short_ids.RUN, p) for p in parts))
-    for run_id in found:
-        check_run_visible(session, caller, run_id)
+    check_runs_visible(session, caller, found)
     return found
 
 
