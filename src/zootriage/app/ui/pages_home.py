@@ -23,12 +23,13 @@ router = APIRouter()
 RECENT = 10
 
 
-def _jobs(
-    request: Request, session: SessionDep, settings: SettingsDep
-) -> tuple[list[Job], list[Job]]:
-    """The live jobs of the projects the caller's key may use (every project for a key without
-    limits, or on an open server)."""
-    projects = project_service.visible_project_ids(session, page_caller(request, session, settings), None)
+def _projects(request: Request, session: SessionDep, settings: SettingsDep) -> tuple[int, ...] | None:
+    """The projects the caller's key may use (None: every project, for a key without limits or on an
+    open server)."""
+    return project_service.visible_project_ids(session, page_caller(request, session, settings), None)
+
+
+def _jobs(session: SessionDep, projects: tuple[int, ...] | None) -> tuple[list[Job], list[Job]]:
     return job_service.active_and_recent(session, RECENT, projects)
 
 
@@ -36,10 +37,10 @@ def _jobs(
 def home(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     """What is running, the recent runs and gates: each of the projects the caller's key may use."""
     caller = page_caller(request, session, settings)
-    running, finished = _jobs(request, session, settings)
+    ids = project_service.visible_project_ids(session, caller, None)
+    running, finished = _jobs(session, ids)
     names = project_service.visible_project_names(session, caller, None)
     runs, _ = run_service.history_page(session, RunFilter(projects=names), CREATED, True, RECENT, None)
-    ids = project_service.visible_project_ids(session, caller, None)
     gates, _ = gate_service.gate_page(session, RECENT, None, project_ids=ids)
     context = {"running": running, "finished": finished, "runs": runs, "gates": gates}
     return render(request, "home.html", context)
@@ -48,7 +49,7 @@ def home(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLRe
 @router.get("/ui/jobs", response_class=HTMLResponse)
 def jobs_fragment(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     """The live jobs table alone, which ``/`` polls (HTMX ``every 1s``) for progress without a reload."""
-    running, finished = _jobs(request, session, settings)
+    running, finished = _jobs(session, _projects(request, session, settings))
     return render(request, "jobs_table.html", {"running": running, "finished": finished})
 
 
@@ -62,5 +63,5 @@ def cancel(request: Request, job_id: uuid.UUID, session: SessionDep, settings: S
         job_service.cancel(session, settings, job_service.find_job(session, job_id))
     except ServiceError as exc:
         message = f"{exc.code}: {exc.message}"
-    running, finished = _jobs(request, session, settings)
+    running, finished = _jobs(session, _projects(request, session, settings))
     return render(request, "jobs_table.html", {"running": running, "finished": finished, "error": message})
