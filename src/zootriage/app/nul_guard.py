@@ -107,7 +107,7 @@ class NulGuardMiddleware:
         while True:
             message = await receive()
             if message["type"] != "http.request":  # a disconnect (or a body cut at its limit)
-                await self.app(scope, _replay([], message, receive), send)
+                await self.app(scope, _replay(message, receive), send)
                 return
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
@@ -118,18 +118,19 @@ class NulGuardMiddleware:
             await error_response(422, "invalid_request", fault)(scope, receive, send)
             return
         whole: Message = {"type": "http.request", "body": body, "more_body": False}
-        await self.app(scope, _replay([whole], None, receive), send)
+        await self.app(scope, _replay(whole, receive), send)
 
 
-def _replay(messages: list[Message], last: Message | None, receive: Receive) -> Receive:
-    """A ``receive`` that gives ``messages`` (then ``last``, if any, for good), then the real one's."""
-    queue = list(messages)
+def _replay(first: Message, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``first`` (the body read whole, or the disconnect that cut it), then
+    the real one's messages."""
+    given = False
 
     async def replayed() -> Message:
-        if queue:
-            return queue.pop(0)
-        if last is not None:
-            return last
+        nonlocal given
+        if not given:
+            given = True
+            return first
         return await receive()
 
     return replayed
