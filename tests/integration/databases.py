@@ -94,6 +94,18 @@ def migrate(url: str) -> None:
 
 
 @contextmanager
+def running_job_database() -> Iterator[tuple[str, uuid.UUID]]:
+    """A migrated scratch database holding one job in the ``running`` state: its URL and the job's id."""
+    with scratch_database() as url:
+        migrate(url)
+        job = models.Job(request_key=uuid.uuid4().hex, request={}, request_hash="0" * 64,
+                         status=models.JobStatus.running.value, attempts=1)
+        with session_scope(url) as session:
+            session.add(job)
+        yield url, job.id
+
+
+@contextmanager
 def private_redis() -> Iterator[str]:
     """A redis-server of this test session on a free loopback port, keeping nothing on disk; its URL
     has no database number. Stopped (and its folder removed) afterwards."""

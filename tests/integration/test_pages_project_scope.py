@@ -16,8 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from tests.integration.access import PUBLIC, stored_key
-from tests.integration.databases import migrate, scratch_database
+from tests.integration.access import public_server, stored_key
 from tests.integration.jobs import job_body
 from tests.integration.stored_runs import stored_run
 from zootriage.app.api_keys import Scope
@@ -25,7 +24,6 @@ from zootriage.app.db import project_queries
 from zootriage.app.db.models import Job, Project, Run
 from zootriage.app.db.session import session_scope
 from zootriage.app.main import create_app
-from zootriage.app.services import jobs as job_service
 from zootriage.app.settings import Settings
 from zootriage.app.ui.session import CSRF_COOKIE, CSRF_HEADER
 
@@ -35,12 +33,8 @@ MARKERS = {"dimension": 10.0, "utilization": 0.4, "id_accuracy": 0.9}
 
 @pytest.fixture
 def own(settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Settings]:
-    """A public server (keys needed) on a database of this test alone; nothing reaches a broker."""
-    monkeypatch.setattr(job_service, "enqueue_score", lambda *_args, **_kw: None)
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
-    with scratch_database() as url:
-        migrate(url)
-        yield settings.model_copy(update={"database_url": url, "reaper_interval_s": 3600, **PUBLIC})
+    with public_server(settings, monkeypatch, tmp_path) as made:
+        yield made
 
 
 @pytest.fixture

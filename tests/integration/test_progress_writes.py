@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.integration.databases import migrate, scratch_database
-from zootriage.app.db.models import Job, JobStatus
+from tests.integration.databases import running_job_database
+from zootriage.app.db.models import Job
 from zootriage.app.db.session import session_scope
 from zootriage.worker import progress
 from zootriage.worker.progress import BURST, RATE, ProgressWriter
@@ -23,13 +23,8 @@ from zootriage.worker.progress import BURST, RATE, ProgressWriter
 
 @pytest.fixture
 def running_job() -> Iterator[tuple[str, uuid.UUID]]:
-    with scratch_database() as url:
-        migrate(url)
-        job = Job(request_key=uuid.uuid4().hex, request={}, request_hash="0" * 64,
-                  status=JobStatus.running.value, attempts=1)
-        with session_scope(url) as session:
-            session.add(job)
-        yield url, job.id
+    with running_job_database() as made:
+        yield made
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from tests.integration.access import PUBLIC, stored_key
-from tests.integration.databases import migrate, scratch_database
+from tests.integration.access import public_server, stored_key
 from tests.integration.jobs import SWEEP_SCORING
 from tests.integration.stored_runs import QUERY
 from zootriage.app.api_keys import Scope
@@ -22,8 +21,6 @@ from zootriage.app.db import project_queries
 from zootriage.app.db.models import Checkpoint, Job, Sweep
 from zootriage.app.db.session import session_scope
 from zootriage.app.main import create_app
-from zootriage.app.services import jobs as job_service
-from zootriage.app.services import sweep_queue
 from zootriage.app.settings import Settings
 from zootriage.core.catalogue.torchvision import weights_info
 from zootriage.core.zoo.weight_caches import hub_checkpoint
@@ -31,14 +28,8 @@ from zootriage.core.zoo.weight_caches import hub_checkpoint
 
 @pytest.fixture
 def own(settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Settings]:
-    """A public server (keys needed) on a database of this test alone; nothing reaches a broker, and
-    TORCH_HOME is empty but for what a test puts there."""
-    monkeypatch.setattr(sweep_queue, "enqueue_score", lambda *_args, **_kw: None)
-    monkeypatch.setattr(job_service, "enqueue_score", lambda *_args, **_kw: None)
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
-    with scratch_database() as url:
-        migrate(url)
-        yield settings.model_copy(update={"database_url": url, "reaper_interval_s": 3600, **PUBLIC})
+    with public_server(settings, monkeypatch, tmp_path) as made:
+        yield made
 
 
 @pytest.fixture

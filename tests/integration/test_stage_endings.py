@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.integration.databases import migrate, scratch_database
-from zootriage.app.db.models import Job, JobStatus
+from tests.integration.databases import running_job_database
+from zootriage.app.db.models import Job
 from zootriage.app.db.session import session_scope
 from zootriage.app.settings import Settings
 from zootriage.worker.tasks import ending
@@ -19,13 +19,8 @@ from zootriage.worker.tasks import ending
 
 @pytest.fixture
 def running(settings: Settings) -> Iterator[tuple[Settings, uuid.UUID]]:
-    with scratch_database() as url:
-        migrate(url)
-        job = Job(request_key=uuid.uuid4().hex, request={}, request_hash="0" * 64,
-                  status=JobStatus.running.value, attempts=1)
-        with session_scope(url) as session:
-            session.add(job)
-        yield settings.model_copy(update={"database_url": url}), job.id
+    with running_job_database() as (url, job_id):
+        yield settings.model_copy(update={"database_url": url}), job_id
 
 
 def _state(settings: Settings, job_id: uuid.UUID) -> tuple[str, str | None, str | None]:
