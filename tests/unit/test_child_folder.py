@@ -6,18 +6,15 @@ is shown to reach nothing outside the folder, to block nothing, and to fail only
 from __future__ import annotations
 
 import copy
-import errno
-import json
 import logging
 import stat
 from pathlib import Path
 
 import pytest
 
-from zootriage.core.confine import ENV
 from zootriage.core.errors import CheckpointUnsafe, ResourceLimit
 from zootriage.core.extraction import extract_in, output_limit
-from zootriage.core.isolation import Child, ChildLimits, _environment
+from zootriage.core.isolation import Child, ChildLimits
 from zootriage.core.zoo.refs import parse_model_ref
 
 PROBE = "tests.isolation_probe"
@@ -101,24 +98,6 @@ def test_the_end_of_its_stderr_is_read_through_the_parents_own_descriptor(
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "the last words of the child" in logged
     assert "the host's own bytes" not in logged
-
-
-def test_a_fork_bomb_stops_at_its_process_limit() -> None:
-    """Processes are counted per user (RLIMIT_NPROC): the bomb gets EAGAIN at the bound, well before
-    the host's pid_max, and every process it made ends with its sandbox."""
-    limits = ChildLimits(memory_bytes=1 << 30, cpu_s=60, processes=64)
-    with Child(PROBE, limits=limits) as child:
-        child.send({"mode": "forks"})
-        result = child.receive("result")
-    assert result["error"] == errno.EAGAIN and result["forks"] < 64, result
-
-
-@pytest.mark.parametrize("own_user", [True, False])
-def test_the_process_limit_is_set_only_for_a_user_of_the_childs_own(tmp_path: Path, own_user: bool) -> None:
-    """RLIMIT_NPROC counts every process of the child's user: where the child runs as the worker's own
-    user (the weakest fallback), the worker's other processes would count against it, so it is not set."""
-    config = json.loads(_environment(tmp_path, ChildLimits(), False, 1 << 30, "json", own_user)[ENV])
-    assert ("RLIMIT_NPROC" in config["rlimits"]) is own_user
 
 
 GOOD_DESCRIPTION = {

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from zootriage.core import memory_limit
+from zootriage.core import cgroups, memory_limit
 from zootriage.core.errors import CheckpointKeyMismatch, ResourceLimit, TimeLimit
 from zootriage.core.isolation import (
     ADDRESS_SPACE_HEADROOM,
@@ -141,11 +141,19 @@ def test_the_child_writes_nothing_outside_its_folder(attack: dict[str, Any]) -> 
 
 
 def test_the_child_runs_under_limits_in_a_folder_of_its_own(attack: dict[str, Any]) -> None:
+    """Its processes are bounded by a pids group of its own where one can be made
+    (tests/unit/test_child_cgroups.py), else by its user's RLIMIT_NPROC."""
     bound = memory_limit.bound(2 << 30)
-    assert attack["limits"] == {
+    limits = dict(attack["limits"])
+    user_processes = limits.pop("RLIMIT_NPROC")
+    assert limits == {
         "RLIMIT_AS": bound + ADDRESS_SPACE_HEADROOM, "RLIMIT_CPU": 120, "RLIMIT_FSIZE": 1 << 30,
-        "RLIMIT_NOFILE": 256, "RLIMIT_NPROC": 4096, "RLIMIT_CORE": 0,
+        "RLIMIT_NOFILE": 256, "RLIMIT_CORE": 0,
     }
+    group = cgroups.ChildCgroup.create(1 << 30, 64)
+    if group is not None:
+        group.remove()
+    assert (user_processes == 4096) is (group is None or group.tasks is None), user_processes
     assert attack["cwd"] == attack["folder"] == attack["tmpdir"] == attack["home"]
     assert not Path(attack["folder"]).exists()
 
@@ -270,7 +278,7 @@ def _gone(tag: str) -> bool:
 
 
 def test_what_a_killed_worker_left_is_removed_by_the_next_child() -> None:
-    """A SIGKILLed worker cannot remove its children's folder and memory cgroup; their names carry its
+    """A SIGKILLed worker cannot remove its children's folder and cgroups; their names carry its
     pid, and the next child any worker starts removes those of dead pids (and nothing else)."""
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -278,17 +286,17 @@ def test_what_a_killed_worker_left_is_removed_by_the_next_child() -> None:
     live = Path(tempfile.gettempdir()) / f"zootriage-child-{os.getpid()}-kept"
     dead.mkdir()
     live.mkdir()
-    cgroup_root = Path("/sys/fs/cgroup/memory")
-    dead_group = cgroup_root / dead.name
-    made_group = cgroup_root.is_dir() and os.access(cgroup_root, os.W_OK)
-    if made_group:
-        dead_group.mkdir()
+    dead_groups = [root / dead.name for root in cgroups.V1_ROOTS.values()
+                   if root.is_dir() and os.access(root, os.W_OK)]
+    for group in dead_groups:
+        group.mkdir()
     try:
         with pytest.raises(CheckpointKeyMismatch):
             run_isolated(PROBE, {"mode": "error"}, _keep)
         assert not dead.exists() and live.exists()
-        assert not dead_group.exists()
+        assert not any(group.exists() for group in dead_groups)
     finally:
         live.rmdir()
-        if dead_group.exists():
-            dead_group.rmdir()
+        for group in dead_groups:
+            if group.exists():
+                group.rmdir()

@@ -11,11 +11,13 @@ connection loaded), started inside:
   namespace (``unshare -n`` / ``unshare -r -n``), else the user ``nobody``, else rlimits alone — the
   worker logs which one at start (:func:`isolation`);
 - a memory bound below what the host has free (:mod:`core.memory_limit`), enforced by a memory
-  cgroup where one can be made, by the address-space rlimit on the CPU otherwise;
+  cgroup where one can be made, by the address-space rlimit on the CPU otherwise; a bound on its
+  processes and threads, enforced by a pids cgroup of its own (:mod:`core.cgroups`), by
+  ``RLIMIT_NPROC`` otherwise;
 - rlimits, set by :mod:`core.confine` before anything untrusted is read: address space (on the CPU;
   CUDA reserves far more virtual memory than it uses, so on a GPU the cgroup or a poll of the resident
   memory of the child's tree bounds it), CPU seconds, size of any file written, open files, processes
-  of its user, no cores;
+  of its user (where no pids cgroup bounds them), no cores;
 - a wall-clock limit, after which the parent kills the child; the same kill ends it on a cancel or any
   exception in the parent, and ``--die-with-parent`` ends it when the worker itself dies;
 - a throw-away folder as working directory, ``HOME`` and ``TMPDIR``, removed afterwards, and an
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zootriage.core import leftovers, memory_limit, sandbox
+from zootriage.core import cgroups, leftovers, memory_limit, sandbox
 from zootriage.core.confine import ENV, GPU_ENV, OPTION_PREFIX
 from zootriage.core.errors import CancelCheck, ResourceLimit, TimeLimit, ZooError, stop_if_cancelled
 from zootriage.core.plain_text import cleaned
@@ -74,9 +76,9 @@ class ChildLimits:
     memory_bytes: int = 24 << 30  # address space on the CPU, resident memory on a GPU
     file_bytes: int = 8 << 30
     open_files: int = 1024
-    # processes and threads of the sandbox's user (RLIMIT_NPROC counts them per user, across its
-    # children): a job needs a few hundred (torch's threads, data-loading workers); a fork bomb is stopped
-    # here instead of at the host's pid_max
+    # processes and threads of the child (its pids cgroup; where there is none, RLIMIT_NPROC, which
+    # counts them per user, across all its children): a job needs a few hundred (torch's threads,
+    # data-loading workers); a fork bomb is stopped here instead of at the host's pid_max
     processes: int = 4096
     line_bytes: int = 1 << 20  # one protocol line from the child
 
@@ -142,7 +144,7 @@ class Child:
     It can be started ahead of its job (a warm child, :mod:`core.warm_pool`: torch imported, nothing
     untrusted seen yet), then handed files (:meth:`stage`) and messages (:meth:`send`), and read
     (:meth:`receive`) until its result. It serves one job and is then closed: its processes killed,
-    its memory cgroup and its folder removed."""
+    its cgroups and its folder removed."""
 
     def __init__(
         self, module: str, *, limits: ChildLimits | None = None, gpu: bool = False,
@@ -160,7 +162,7 @@ class Child:
         self.gpu = gpu
         _sweep_folders()
         self.folder = Path(tempfile.mkdtemp(prefix=leftovers.new_name() + "-"))
-        self.cgroup = memory_limit.MemoryCgroup.create(self.memory)
+        self.cgroup = cgroups.ChildCgroup.create(self.memory, self.bounds.processes)
         self.proc: subprocess.Popen[bytes] | None = None
         self._pending = b""
         self._stderr: int | None = None  # our descriptor of its stderr.log: read through it, not by path
@@ -175,7 +177,9 @@ class Child:
         if owner is not None:
             os.chown(self.folder, *owner)
         own_user = self.mode.sandboxed or self.mode.user is not None
-        env = _environment(self.folder, self.bounds, self.gpu, self.memory, module, own_user)
+        # RLIMIT_NPROC only where no group of the child's own counts its processes (module doc)
+        user_count = own_user and (self.cgroup is None or self.cgroup.tasks is None)
+        env = _environment(self.folder, self.bounds, self.gpu, self.memory, module, user_count)
         env.update(self.options)
         prefix: list[str] = list(self.mode.command)
         fds: list[int] = []
@@ -186,9 +190,9 @@ class Child:
                 tmp_bytes=self.memory,
             )
             prefix, fds = plan.prefix, list(plan.close)
-        # The join descriptor is written by the forked process before exec and is not passed on: it
-        # closes at exec, so the child never holds the host's cgroup.procs.
-        join = self.cgroup.join_fd() if self.cgroup else None
+        # The join descriptors are written by the forked process before exec and are not passed on: they
+        # close at exec, so the child never holds the host's cgroup.procs.
+        joins = self.cgroup.join_fds() if self.cgroup else []
         made = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         self._stderr = os.open(self.folder / "stderr.log", made, 0o644)
         try:
@@ -202,10 +206,10 @@ class Child:
                 start_new_session=True,
                 user=None if self.mode.sandboxed else self.mode.user,
                 pass_fds=tuple(fds),
-                preexec_fn=None if join is None else functools.partial(os.write, join, b"0"),
+                preexec_fn=functools.partial(_join, joins) if joins else None,
             )
         finally:
-            for fd in (*fds, *(() if join is None else (join,))):
+            for fd in (*fds, *joins):
                 os.close(fd)
 
     def stage(self, inputs: dict[str, Path]) -> None:
@@ -265,7 +269,7 @@ class Child:
         """Progress lines forwarded until the child's ``{until: ...}`` line, whose value is returned; its
         ``{"error": ...}``, its death, a limit or a cancel raise."""
         assert self.proc is not None
-        polled = self.memory if self.gpu and self.cgroup is None else None
+        polled = self.memory if self.gpu and (self.cgroup is None or self.cgroup.memory is None) else None
         try:
             return _converse(self, until, polled, on_progress or _ignore, cancel)
         except ResourceLimit as exc:
@@ -278,6 +282,9 @@ class Child:
         if self.cgroup is not None and self.cgroup.oom_killed():
             return ResourceLimit(_over_memory(self.memory))
         self._log_tail()
+        if self.cgroup is not None and self.cgroup.tasks_refused():
+            return ResourceLimit(f"{exc} (the model's process tried to run more than {self.bounds.processes} "
+                                 "processes and threads, the most a job may)")
         return exc
 
     def _log_tail(self, limit: int = 4000) -> None:
@@ -300,7 +307,7 @@ class Child:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
-        """Kill the child (and with it its whole sandbox), remove its cgroup and its folder."""
+        """Kill the child (and with it its whole sandbox), remove its cgroups and its folder."""
         if self.proc is not None:
             _kill_group(self.proc)
         if self.cgroup is not None:
@@ -401,21 +408,22 @@ def _import_roots(module: str) -> list[str]:
 
 
 def _environment(
-    folder: Path, bounds: ChildLimits, gpu: bool, memory: int, module: str, own_user: bool
+    folder: Path, bounds: ChildLimits, gpu: bool, memory: int, module: str, user_count: bool
 ) -> dict[str, str]:
     """The child's whole environment: what Python, torch and the model caches need, the caches named
     by absolute path (its ``HOME`` is its own folder), and its limits for :mod:`core.confine`.
 
-    ``RLIMIT_NPROC`` counts every process of the child's user: it is set only where that user is the
-    child's own (``own_user``: the sandbox user, a user namespace's, ``nobody``), never where the child
-    runs as the worker's own user, whose other processes would count against it."""
+    ``RLIMIT_NPROC`` (``user_count``) counts every process of the child's user: the caller asks for it
+    only where no pids cgroup counts the child's own, and where that user is the child's own (the
+    sandbox user, a user namespace's, ``nobody``), never where the child runs as the worker's own user,
+    whose other processes would count against it."""
     rlimits = {
         "RLIMIT_CPU": bounds.cpu_s,
         "RLIMIT_FSIZE": bounds.file_bytes,
         "RLIMIT_NOFILE": bounds.open_files,
         "RLIMIT_CORE": 0,
     }
-    if own_user:
+    if user_count:
         rlimits["RLIMIT_NPROC"] = bounds.processes
     if not gpu:
         rlimits["RLIMIT_AS"] = memory + ADDRESS_SPACE_HEADROOM
@@ -552,6 +560,12 @@ def _tree_rss(pid: int) -> int:
         except OSError:
             pass
     return total
+
+
+def _join(fds: list[int]) -> None:
+    """In the forked child before it execs: join each of its cgroups (``0`` is the writer itself)."""
+    for fd in fds:
+        os.write(fd, b"0")
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
