@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tests.integration.access import public_server, stored_key
 from tests.integration.jobs import job_body
-from tests.integration.stored_runs import stored_run
+from tests.integration.models import place_torchvision_weights
+from tests.integration.stored_runs import QUERY, stored_run
 from zootriage.app.api_keys import Scope
 from zootriage.app.db import project_queries
 from zootriage.app.db.models import Job, Project, Run
@@ -140,3 +141,43 @@ def test_the_submit_form_puts_a_job_in_a_project_the_key_may_use(world: dict[str
         names = {p.id: p.name for p in session.scalars(select(Project))}
         projects = sorted(names[job.project_id] for job in session.scalars(select(Job)))
     assert projects == ["alpha", "beta"]
+
+
+def test_recommendations_read_only_the_runs_of_the_keys_projects(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
+    """Both weights of mobilenet_v2 stored in ``beta``: a key limited to ``alpha`` gets no verdict and no run
+    id from them, on the API or the pages, until it asks for the pair in its own project, which joins
+    the stored runs to ``alpha`` (nothing is recomputed)."""
+    client, url, alpha, root = world["client"], world["url"], world["alpha"], world["root"]
+    runs = []
+    for seed, (weights, d, u) in enumerate((("IMAGENET1K_V1", 1.0, 0.2), ("IMAGENET1K_V2", 1.5, 0.3))):
+        model = {"source": "torchvision", "arch": "mobilenet_v2", "weights": weights}
+        markers = {"dimension": d, "utilization": u}
+        runs.append(stored_run(url, f"mobilenet_v2-{weights}", markers, model=model))
+        place_torchvision_weights(tmp_path, "mobilenet_v2", weights, seed)  # the server's TORCH_HOME
+    with session_scope(url) as session:
+        beta = project_queries.project_named(session, "beta").id
+        project_queries.join_runs(session, beta, runs)
+
+    def seen(headers: dict[str, str]) -> tuple[int, Any, str, str]:
+        one = client.get(f"/v1/recommendations/mobilenet_v2?{QUERY}", headers=headers)
+        listed = client.get(f"/v1/recommendations?{QUERY}&limit=100", headers=headers).json()["items"]
+        verdict = next(item["verdict"] for item in listed if item["architecture"] == "mobilenet_v2")
+        pages = client.get(f"/recommendations?{QUERY}", headers=headers).text
+        pages += client.get(f"/recommendations/mobilenet_v2?{QUERY}", headers=headers).text
+        return one.status_code, verdict, one.text, pages
+
+    status, verdict, answer, pages = seen(alpha)
+    assert (status, verdict) == (404, None) and "not_scored" in answer
+    assert not any(str(run_id) in answer + pages for run_id in runs)
+    other = client.get(f"/v1/recommendations/mobilenet_v2?{QUERY}&project=beta", headers=alpha)
+    assert other.status_code == 403
+    status, verdict, answer, pages = seen(root)
+    assert status == 200 and verdict is not None and all(str(run_id) in pages for run_id in runs)
+    asked = client.post(f"/v1/recommendations/mobilenet_v2?{QUERY}&project=alpha", headers=alpha)
+    assert asked.status_code == 200, asked.text
+    status, verdict, answer, pages = seen(alpha)
+    assert status == 200 and verdict is not None and all(str(run_id) in pages for run_id in runs)
+    with session_scope(url) as session:
+        assert session.scalar(select(func.count()).select_from(Job)) == 1  # beta's queued job alone

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from zootriage.app.api.cursor import PageLimit
 from zootriage.app.api.deps import SessionDep, SettingsDep, WriteAccess
 from zootriage.app.api.errors import ApiError, responses
-from zootriage.app.api.project_scope import WorkProject
+from zootriage.app.api.project_scope import ListedProjects, WorkProject
 from zootriage.app.schemas.triage import Pending, Recommendation, RecommendationPage
 from zootriage.app.services import recommendations as recommendation_service
 from zootriage.app.services import triage as triage_service
@@ -67,6 +67,7 @@ def list_recommendations(
     session: SessionDep,
     settings: SettingsDep,
     scoring: ScoringDep,
+    projects: ListedProjects,
     limit: PageLimit = 50,
     cursor: Annotated[
         str | None, Query(max_length=64, description="the last architecture of the previous page")
@@ -74,7 +75,8 @@ def list_recommendations(
     rule: RuleName = None,
 ) -> RecommendationPage:
     """Every torchvision architecture with v1/v2 weights, with the verdict ``rule`` gives on the runs
-    stored so far (or null), and the rule with its back-test evidence."""
+    stored so far in ``?project=`` (else every project the key may use), or null, and the rule with
+    its back-test evidence."""
     chosen = triage_service.triage_rule(rule, verdict=True)
     architectures = sorted(recommendation_service.weight_pairs())
     if cursor is not None:
@@ -83,7 +85,7 @@ def list_recommendations(
         architectures = architectures[architectures.index(cursor) + 1 :]
     size = min(limit, settings.page_size_max)
     page = architectures[:size]
-    items = recommendation_service.recommendations_so_far(session, scoring, page, chosen)
+    items = recommendation_service.recommendations_so_far(session, scoring, page, chosen, projects)
     return RecommendationPage(
         items=items,
         rule=triage_service.rule_used(chosen, scoring.protocol),
@@ -96,14 +98,15 @@ Arch = Annotated[str, Path(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
 
 @router.get("/{arch}", response_model=Recommendation, responses=responses(403, 404, 422))
 def get_recommendation(
-    arch: Arch, session: SessionDep, scoring: ScoringDep, rule: RuleName = None
+    arch: Arch, session: SessionDep, scoring: ScoringDep, projects: ListedProjects, rule: RuleName = None
 ) -> Recommendation:
     """v1, v2 or undecided for ``arch`` by ``rule`` beyond the noise, each weights' markers and ImageNet
     acc@1, the ID-accuracy pick beside it, and the back-test evidence for the rule, from the runs
-    already stored; 404 ``not_scored`` (saying which weights are missing) until both are. Read-only:
-    ``POST`` on this path queues the missing runs."""
+    already stored in ``?project=`` (else every project the key may use); 404 ``not_scored`` (saying
+    which weights are missing) until both are. Read-only: ``POST`` on this path queues the missing
+    runs, or joins runs stored elsewhere to the key's project."""
     chosen = triage_service.triage_rule(rule, verdict=True)
-    return recommendation_service.stored_verdict(session, scoring, arch, chosen)
+    return recommendation_service.stored_verdict(session, scoring, arch, chosen, projects)
 
 
 @router.post(

@@ -151,7 +151,16 @@ def in_projects(names: Sequence[str]) -> ColumnElement[bool]:
     """The condition "the run has joined one of the projects called ``names``" (for ``Run`` queries):
     an EXISTS on the membership's primary key."""
     ids = select(Project.id).where(Project.name.in_(list(names)))
-    return exists().where(ProjectRun.run_id == Run.id, ProjectRun.project_id.in_(ids.scalar_subquery()))
+    return _joined(ids.scalar_subquery())
+
+
+def in_project_ids(ids: Sequence[int]) -> ColumnElement[bool]:
+    """:func:`in_projects` for the projects' ids."""
+    return _joined(list(ids))
+
+
+def _joined(ids: Any) -> ColumnElement[bool]:
+    return exists().where(ProjectRun.run_id == Run.id, ProjectRun.project_id.in_(ids))
 
 
 def runs_in_projects(

@@ -7,19 +7,24 @@ history.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from zootriage.app.db.models import Gate, Run
 from zootriage.app.db.paging import PageKey, rows_after, split_page
+from zootriage.app.db.project_queries import in_project_ids
 from zootriage.app.db.run_queries import not_archived
 
 
-def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> dict[str, Run]:
-    """The newest stored run of each request key that is not archived (keys with none are absent), by
-    the indexed column: what the stored-run recommendations show, so an archived run drops out of them."""
+def newest_runs_by_request(
+    session: Session, request_keys: Collection[str], projects: Sequence[int] | None = None
+) -> dict[str, Run]:
+    """The newest stored run of each request key that is not archived and has joined one of
+    ``projects`` (None: any project; keys with none are absent), by the indexed column: what the
+    stored-run recommendations show, so an archived run, or one of a project the key may not use,
+    drops out of them."""
     if not request_keys:
         return {}
     query = (
@@ -27,6 +32,8 @@ def newest_runs_by_request(session: Session, request_keys: Collection[str]) -> d
         .where(Run.request_key.in_(list(request_keys)), not_archived())
         .order_by(Run.created_at.desc(), Run.id.desc())
     )
+    if projects is not None:
+        query = query.where(in_project_ids(projects))
     newest: dict[str, Run] = {}
     for run in session.scalars(query):
         newest.setdefault(str(run.request_key), run)

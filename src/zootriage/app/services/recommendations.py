@@ -1,9 +1,16 @@
 """v1-vs-v2 recommendations: the verdict on a torchvision architecture's two ImageNet weights, from the
 stored runs (``stored_verdict``, ``stored_recommendation``: nothing queued) or queueing the missing
-runs first (``recommend``), and the verdicts the stored runs already give."""
+runs first (``recommend``), and the verdicts the stored runs already give.
+
+The stored-run answers read only the runs of the projects the caller may see (``projects``: their
+ids; None: every project), as every other read of runs does: a key limited to ``alpha`` is not shown
+``beta``'s runs of the same weights. ``recommend`` queues through ``app.services.jobs.create``, which
+answers an identical request with its stored run wherever it was computed and joins that run to the
+caller's project, so a write key gets the verdict without recomputing it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -133,11 +140,13 @@ def recommend(
     return _recommendation(pair, gathered, rule, scoring)
 
 
-def stored_verdict(session: Session, scoring: ScoringPlan, arch: str, rule: Rule) -> Recommendation:
-    """``GET``'s answer: the verdict from the stored runs alone (nothing is queued), or 404
-    ``not_scored`` naming the stored run of each weights and the weights without one, and how to
+def stored_verdict(
+    session: Session, scoring: ScoringPlan, arch: str, rule: Rule, projects: Sequence[int] | None = None
+) -> Recommendation:
+    """``GET``'s answer: the verdict from the stored runs of ``projects`` alone (nothing is queued), or
+    404 ``not_scored`` naming the stored run of each weights and the weights without one, and how to
     queue them."""
-    shown = stored_recommendation(session, scoring, arch, rule)
+    shown = stored_recommendation(session, scoring, arch, rule, projects)
     if shown.recommendation is not None:
         return shown.recommendation
     missing = [weights for weights in (V1, V2) if weights not in shown.runs]
@@ -152,10 +161,10 @@ def stored_verdict(session: Session, scoring: ScoringPlan, arch: str, rule: Rule
 
 
 def _stored_runs(
-    session: Session, scoring: ScoringPlan, architectures: list[str]
+    session: Session, scoring: ScoringPlan, architectures: list[str], projects: Sequence[int] | None
 ) -> dict[tuple[str, str], Run]:
-    """The newest stored run of each (architecture, weights) under this dataset, sampling and protocol,
-    found by request key: nothing is queued."""
+    """The newest stored run of each (architecture, weights) under this dataset, sampling and protocol
+    in ``projects`` (None: any), found by request key: nothing is queued."""
     keys = {
         (arch, weights): request_key(
             normalised_request(job_request(Wanted(TorchvisionRef(arch=arch, weights=weights)), scoring))
@@ -163,7 +172,7 @@ def _stored_runs(
         for arch in architectures
         for weights in (V1, V2)
     }
-    by_key = newest_runs_by_request(session, set(keys.values()))
+    by_key = newest_runs_by_request(session, set(keys.values()), projects)
     return {pair: by_key[key] for pair, key in keys.items() if key in by_key}
 
 
@@ -178,11 +187,13 @@ class StoredVerdict:
     id_accuracy_pick: str
 
 
-def stored_recommendation(session: Session, scoring: ScoringPlan, arch: str, rule: Rule) -> StoredVerdict:
-    """``recommend`` for a page: the same verdict, but from the stored runs alone (no job is queued);
-    404/422 as ``pair_of`` for an architecture without a pair."""
+def stored_recommendation(
+    session: Session, scoring: ScoringPlan, arch: str, rule: Rule, projects: Sequence[int] | None = None
+) -> StoredVerdict:
+    """``recommend`` for a page: the same verdict, but from the stored runs of ``projects`` alone (no
+    job is queued); 404/422 as ``pair_of`` for an architecture without a pair."""
     pair = pair_of(arch)
-    latest = _stored_runs(session, scoring, [arch])
+    latest = _stored_runs(session, scoring, [arch], projects)
     runs = {weights: latest[(arch, weights)] for weights in (V1, V2) if (arch, weights) in latest}
     by_accuracy = accuracy_pick(pair.v1_acc1, pair.v2_acc1)
     if len(runs) < 2:
@@ -192,12 +203,16 @@ def stored_recommendation(session: Session, scoring: ScoringPlan, arch: str, rul
 
 
 def recommendations_so_far(
-    session: Session, scoring: ScoringPlan, architectures: list[str], rule: Rule
+    session: Session,
+    scoring: ScoringPlan,
+    architectures: list[str],
+    rule: Rule,
+    projects: Sequence[int] | None = None,
 ) -> list[RecommendationSummary]:
-    """The verdicts the stored runs already give, computing nothing and opening nothing: an
-    architecture whose two runs are not both stored for this dataset, sampling and protocol (found by
-    request key) has ``verdict=None``."""
-    latest = _stored_runs(session, scoring, architectures)
+    """The verdicts the stored runs of ``projects`` already give, computing nothing and opening
+    nothing: an architecture whose two runs are not both stored for this dataset, sampling and protocol
+    (found by request key) has ``verdict=None``."""
+    latest = _stored_runs(session, scoring, architectures, projects)
     markers = markers_of(session, [run.id for run in latest.values()])
     pairs = weight_pairs()
     items = []

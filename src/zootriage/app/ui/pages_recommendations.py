@@ -8,7 +8,8 @@ page view never starts work. The page's "Score the missing runs" form posts (wit
 ``POST /recommendations/{arch}``, which needs write access and queues them through the same service
 call as POST /v1/recommendations/{arch} (``recommend``), then shows the page again (303). The form's
 ``project`` (a select of the projects the key may use, ``default`` first chosen) is that call's
-``?project=``: checked the same way (403, 404, 422), a refusal shown on the page.
+``?project=``: checked the same way (403, 404, 422), a refusal shown on the page. Both pages read
+the runs of every project the key may use, as the API does without ``?project=``.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _scoring(asked: dict[str, str]) -> ScoringPlan:
 
 
 @router.get("/recommendations", response_class=HTMLResponse)
-def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
+def recommendations_page(request: Request, session: SessionDep, settings: SettingsDep) -> HTMLResponse:
     asked = _asked(request)
     architectures = sorted(recommendation_service.weight_pairs())
     context = {
@@ -81,7 +82,8 @@ def recommendations_page(request: Request, session: SessionDep) -> HTMLResponse:
     except ServiceError as exc:
         return render(request, "recommendations.html", {**context, "error": exc}, status=exc.status)
     rule = triage_service.triage_rule(None, verdict=True)
-    items = recommendation_service.recommendations_so_far(session, scoring, architectures, rule)
+    projects = project_service.visible_project_ids(session, page_caller(request, session, settings), None)
+    items = recommendation_service.recommendations_so_far(session, scoring, architectures, rule, projects)
     used = triage_service.rule_used(rule, scoring.protocol)
     return render(request, "recommendations.html", {**context, "items": items, "rule": used})
 
@@ -178,6 +180,7 @@ def _recommendation_page(
         rule = triage_service.triage_rule(rule_name, verdict=True)
     except ServiceError as exc:
         return render(request, "recommendation.html", {**context, "error": exc}, status=exc.status)
-    shown = recommendation_service.stored_recommendation(session, scoring, arch, rule)
+    projects = project_service.visible_project_ids(session, caller, None)
+    shown = recommendation_service.stored_recommendation(session, scoring, arch, rule, projects)
     used = triage_service.rule_used(rule, scoring.protocol)
     return render(request, "recommendation.html", {**context, "shown": shown, "rule": used}, status=status)
