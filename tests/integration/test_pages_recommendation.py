@@ -57,7 +57,8 @@ def test_a_pair_page_shows_each_state_and_queues_nothing(api: TestClient, databa
     table = page.text.split('id="comparisons-table"')[1].split("</table>")[0]
     assert re.findall(r'<th scope="row">([^<]+)</th>', table) == ["dimension", "utilization"]
     assert "0.5" in table  # the difference in dimension, with its noise beside it
-    assert 'id="accuracy-pick">v2' in page.text and "the picks agree" in page.text
+    # 72.154 vs 71.878 acc@1 is within the noise of 50,000 images: ID accuracy picks neither
+    assert 'id="accuracy-pick">undecided' in page.text and "no agreement to report" in page.text
     assert "does NOT show this rule beating ID accuracy" in page.text  # core/evidence.py's statement
     by_logme = api.get(url.replace("rule=geometry", "rule=logme")).text
     assert _state(by_logme) == "inconclusive"  # no run carries logme

@@ -122,9 +122,11 @@ def test_recommendation_list_shows_verdicts_of_stored_runs(api: TestClient, data
     by_arch = {item["architecture"]: item for item in everything["items"]}
     assert len(by_arch) == 24 and everything["next_cursor"] is None
     assert by_arch["mobilenet_v2"]["verdict"] == "v2"
-    assert (
-        by_arch["mobilenet_v2"]["id_accuracy_pick"] == "v2" and by_arch["mobilenet_v2"]["picks_agree"] is True
-    )
+    # 72.154 vs 71.878 acc@1 is within the binomial noise of 50,000 images (p = 0.33): ID accuracy
+    # picks neither, so there is no agreement to report; 76.13 vs 80.858 is far beyond it
+    assert by_arch["mobilenet_v2"]["id_accuracy_pick"] == "undecided"
+    assert by_arch["mobilenet_v2"]["picks_agree"] is None
+    assert by_arch["resnet50"]["id_accuracy_pick"] == "v2"
     assert by_arch["resnet50"]["verdict"] is None and by_arch["resnet50"]["v1_acc1"] == 76.13
     assert everything["rule"]["name"] == "geometry" and everything["rule"]["chosen_by"] == "request"
     rule, chosen = api.get(f"/v1/recommendations?{QUERY}&limit=100").json()["rule"], product_default()

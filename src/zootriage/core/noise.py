@@ -13,6 +13,11 @@ Markers outside GLUE (ID accuracy, LogME, ...) carry the same kind of std: their
 very subsets of images the GLUE repeats use (``core.markers.compute``), so that every marker's
 standard error is std/√R. A marker without a std (a single repeat, repeats that share all their
 points, a run stored before every marker had one) has no noise estimate (se None): it never decides.
+Nor does a std of 0 over R ≥ 2 repeats: every marker is a function of sampled images, so a spread of
+0 says the repeats could not show the noise (a rank capped by the subsets' size, a proportion that
+made no error on any subset), not that there is none; taking it as exact made every difference
+"beyond the noise" with p = 0. A sum whose noise cannot be computed in floating point (values near
+the largest doubles) has no estimate either.
 Relative changes use the delta method, se(c/b − 1) ≈ √(se_c² + (c/b)² se_b²) / |b|.
 
 CI gates ask another question, "is the candidate no worse than the baseline?", and answer it with a
@@ -29,7 +34,7 @@ CONFIDENCE = 0.95
 TEST = f"two-sided Welch t-test on repeat means at {CONFIDENCE:.0%}"
 ALPHA = 1.0 - CONFIDENCE  # the level of each one-sided test of a CI gate (core.triage.gates)
 GATE_TEST = f"non-inferiority against each rule's margin: one-sided Welch t-tests at α = {ALPHA:.2g} (TOST)"
-NO_NOISE_ESTIMATE = "no noise estimate (repeats=1, or none stored)"
+NO_NOISE_ESTIMATE = "no noise estimate (repeats=1, none stored, or no spread over the repeats)"
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,9 @@ class Estimate:
 
     @classmethod
     def from_repeats(cls, value: float, std: float | None, repeats: int) -> Estimate:
-        if std is None or repeats < 2 or not math.isfinite(std):
+        """std/√R with R − 1 df; no estimate without a positive, finite std over two or more repeats
+        (module docstring)."""
+        if std is None or repeats < 2 or not math.isfinite(std) or std <= 0.0:
             return cls(value, None, math.inf)
         return cls(value, std / math.sqrt(repeats), float(repeats - 1))
 
@@ -71,25 +78,31 @@ def _welch_df(parts: list[tuple[float, float]]) -> float:
     """Welch–Satterthwaite degrees of freedom of a sum of variances (variance, df) pairs."""
     total = sum(v for v, _ in parts)
     denom = sum(v * v / df for v, df in parts if math.isfinite(df) and v > 0)
-    return math.inf if denom == 0 else total * total / denom
+    df = math.inf if denom == 0 else total * total / denom
+    return df if math.isfinite(df) else math.inf
 
 
 def combined(parts: list[tuple[float, Estimate]]) -> tuple[float | None, float]:
-    """Standard error and Welch df of Σ cᵢ·Xᵢ for independent estimates Xᵢ (None: one is unmeasured)."""
+    """Standard error and Welch df of Σ cᵢ·Xᵢ for independent estimates Xᵢ (None: one is unmeasured,
+    or the sum's noise is not a finite positive number in floating point)."""
     if any(e.se is None for _, e in parts):
         return None, math.inf
-    variances = [((c * (e.se or 0.0)) ** 2, e.df) for c, e in parts]
-    return math.sqrt(sum(v for v, _ in variances)), _welch_df(variances)
+    try:
+        variances = [((c * (e.se or 0.0)) ** 2, e.df) for c, e in parts]
+        se, df = math.sqrt(sum(v for v, _ in variances)), _welch_df(variances)
+    except (OverflowError, ZeroDivisionError):
+        return None, math.inf
+    if not math.isfinite(se) or se <= 0.0:
+        return None, math.inf
+    return se, df
 
 
 def compare(first: Estimate, second: Estimate) -> Difference:
     """The Welch test of the module docstring on second − first."""
     diff = second.value - first.value
     se, df = combined([(1.0, second), (-1.0, first)])
-    if se is None:
+    if se is None or not math.isfinite(diff):
         return Difference(diff, None, None)
-    if se == 0.0:
-        return Difference(diff, 0.0, 0.0 if diff != 0 else 1.0)
     p = 2.0 * float(_scipy_stats().t.sf(abs(diff) / se, df))
     return Difference(diff, se, p)
 

@@ -107,13 +107,13 @@ def test_recommendation_for_a_v1_v2_architecture(triage_stack: TriageStack, clea
     body = answer.json()
     pair = {p.arch: p for p in v1_v2_pairs()}["mobilenet_v2"]
     assert (body["v1"]["imagenet_acc1"], body["v2"]["imagenet_acc1"]) == (pair.v1_acc1, pair.v2_acc1)
-    assert body["id_accuracy_pick"] == "v2"  # 72.154 > 71.878
+    assert body["id_accuracy_pick"] == "undecided"  # 72.154 vs 71.878: within 50,000 images' noise
     assert body["v1"]["run_id"] != body["v2"]["run_id"]
     expected = verdict(_record("v1", body["v1"]["markers"]), _record("v2", body["v2"]["markers"]))
     assert (body["verdict"], body["reason"]) == (expected.decision, expected.reason)
     shipped = evidence_for(rule_key("geometry", "one_vs_rest", "none"))
     assert shipped is not None and body["rule"]["evidence_detail"]["pairs"] == shipped.pairs
-    assert body["picks_agree"] == (None if body["verdict"] == "undecided" else body["verdict"] == "v2")
+    assert body["picks_agree"] is None
     assert body["v1"]["markers"]["id_accuracy"]["value"] is None  # MNIST is not ImageNet's label space
 
     listed = http.get(f"/v1/recommendations?{QUERY}&limit=100").json()["items"]

@@ -148,7 +148,8 @@ class Recommendation(BaseModel):
     v1: WeightsOut
     v2: WeightsOut
     id_accuracy_pick: Literal["v1", "v2", "undecided"] = Field(
-        description="what picking the higher ImageNet acc@1 would choose"
+        description="what picking the higher ImageNet acc@1 would choose, beyond the binomial noise of its "
+        "50,000 validation images (undecided within it)"
     )
     picks_agree: bool | None = Field(description="None when either pick is undecided")
     advice: AdviceOut = Field(description="every candidate rule's verdict and the answer the product gives")
@@ -220,11 +221,15 @@ class RankingOut(BaseModel):
     pick: str | None
     reason: str = Field(description="why the rule picks this candidate, or nobody")
     rule: RuleUsed
-    id_accuracy_pick: str | None
+    id_accuracy_pick: str | None = Field(
+        description="the candidate ID accuracy alone puts first beyond the noise, as the rule's pick (None: "
+        "it cannot pick)"
+    )
     logme_pick: str | None
     picks_agree: bool | None
     id_accuracy_discordant: list[tuple[str, str]] = Field(
-        description="(geometry's better, geometry's worse) pairs that ID accuracy orders the other way"
+        description="(the rule's better, the rule's worse) pairs that ID accuracy orders the other way, "
+        "beyond the noise"
     )
     logme_discordant: list[tuple[str, str]]
     advice: AdviceOut = Field(description="every candidate rule's pick and the answer the product gives")

@@ -44,11 +44,16 @@ class RunsCompared:
     rows: list[MarkerRow]
 
 
-def _cell(base: Estimate | None, record: MarkerRecord, name: str) -> Cell:
+def _cell(base: Estimate | None, first: MarkerRecord, record: MarkerRecord, name: str) -> Cell:
+    """``record``'s value of ``name`` against the first run's (``base``): beyond the noise only where
+    the test says so and neither run's value is one that may not decide (a degenerate GLUE regime,
+    draws-only repeats), as in the verdicts."""
     estimate = record.estimate(name)
     diff = compare(base, estimate) if base is not None and estimate is not None else None
-    beyond = bool(diff and diff.significant)
-    return Cell(estimate, record.stds.get(name), beyond, diff.reason() if diff else "")
+    barred = first.undecidable.get(name) or record.undecidable.get(name)
+    beyond = bool(diff and diff.significant) and not barred
+    reason = f"{diff.reason()}; not decidable: {barred}" if diff and barred else diff.reason() if diff else ""
+    return Cell(estimate, record.stds.get(name), beyond, reason)
 
 
 def compare_runs(session: Session, run_ids: list[uuid.UUID], axes: tuple[str, str]) -> RunsCompared:
@@ -64,5 +69,5 @@ def compare_runs(session: Session, run_ids: list[uuid.UUID], axes: tuple[str, st
     rows = []
     for spec in list_markers():
         base = records[0].estimate(spec.name)
-        rows.append(MarkerRow(spec.name, [_cell(base, record, spec.name) for record in records]))
+        rows.append(MarkerRow(spec.name, [_cell(base, records[0], record, spec.name) for record in records]))
     return RunsCompared([found[i].run for i in run_ids], records, rows)

@@ -45,7 +45,7 @@ from zootriage.core.triage import (
     UnknownRule,
     make_rule,
 )
-from zootriage.core.triage.advice import NO_DIFFERENCE, Advice
+from zootriage.core.triage.advice import Advice
 from zootriage.core.triage.published import PUBLISHED_SOURCE, with_published
 from zootriage.core.zoo.refs import AnyModelRef
 
@@ -165,7 +165,7 @@ def advice_out(advice: Advice) -> AdviceOut:
         evidence_outcome=advice.outcome,
         study=advice.study,
         pick=advice.pick,
-        answer=advice.pick or NO_DIFFERENCE,
+        answer=advice.answer,
         followed_rule=advice.followed,
         why=advice.why,
         exploratory=advice.exploratory,

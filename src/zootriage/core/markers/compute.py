@@ -10,8 +10,11 @@ disjoint: the standard error s/√R that ``core.noise.Estimate.from_repeats`` ta
 markers' and is exact (M = R·m, the default sample) or conservative. Overlapping subsets see only
 the finite-population part (1 − f)σ²/m of that variance while the whole sample has σ²/M = f σ²/m,
 so se² = s² f/(1 − f) = (inflation · s)² / R, the same bound as GLUE's. Subsets that repeat every
-point of a class (draws-only), one repeat, or a marker undefined on a subset give no noise estimate
-(std None): such a marker is shown and never decides.
+point of a class (draws-only), one repeat, a marker undefined on a subset, or the same value on
+every subset give no noise estimate (std None): such a marker is shown and never decides. A spread of
+0 is not an exact value: a rank capped by the subsets' size (``numerical_rank`` of m·P < D points is at
+most m·P − 1 on each subset, whatever the whole sample's) or a proportion without an error on any
+subset shows the subsets' limit, not the whole sample's noise.
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ def _subset_value(
     if not all(math.isfinite(v) for v in values):
         return MarkerValue(value, reason="no noise estimate: not finite on a repeat's subset")
     std = float(np.std(values, ddof=1)) * noise.inflation
+    if std <= 0.0:
+        return MarkerValue(value, reason=f"no noise estimate: {values[0]:.6g} on every repeat's subset")
     return MarkerValue(value, std=std, reason=noise.reason)
 
 

@@ -11,11 +11,13 @@ beside its measured win rate, interval and number of pairs from the evidence fil
 The rule followed:
 1. the primary rule (the one the request named, else the product's default, which the plan's rule
    chose, ``core.defaults``) when it decides;
-2. else the best-evidenced rule that decides: a validated rule (below) before one that is not, then
-   the highest lower bound of the win-rate interval, then the highest win rate; a rule without
-   evidence comes after every rule with some;
-3. else nobody: no candidate rule separates the candidates beyond the noise, which is itself the
-   answer ("no difference beyond the noise").
+2. else the best-evidenced rule that decides, among those whose measured win rate is above a coin's
+   (1/2: a rule that picks the better model less often than a coin flip, or has no evidence, is never
+   followed in the primary rule's place): a validated rule (below) before one that is not, then the
+   highest lower bound of the win-rate interval, then the highest win rate;
+3. else nobody: the answer is then the primary rule's own, "no difference beyond the noise" where
+   it compared the candidates and found them within it, "cannot decide" where it could not compare
+   them (a missing marker, a degenerate regime, no noise estimate, a candidate it cannot rank).
 
 A pick is *validated* when the evidence file has the followed rule on this question, the study did
 not mark it exploratory, and the whole win-rate interval lies above 1/2 (it picks the better model
@@ -47,7 +49,10 @@ NO_DIFFERENCE = "no difference beyond the noise"
 CANNOT_DECIDE = "cannot decide"
 # Reasons (``verdict``, ``rank``) that mean the rule could not be applied, rather than that it found
 # no difference beyond the noise.
-_NOT_APPLIED = ("missing marker", "not decidable", "no candidate can be ranked", NO_NOISE_ESTIMATE)
+_NOT_APPLIED = (
+    "missing marker", "not decidable", "no candidate can be ranked", "cannot rank", "nothing to rank",
+    NO_NOISE_ESTIMATE,
+)
 COIN = 0.5
 
 
@@ -97,6 +102,7 @@ class Advice:
     study: str
     answers: tuple[RuleAnswer, ...]
     pick: str | None
+    answer: str  # the pick, else the followed rule's "no difference beyond the noise" or "cannot decide"
     followed: str
     why: str
     exploratory: bool
@@ -106,8 +112,10 @@ class Advice:
 
     def summary(self) -> str:
         """One line: the answer, the rule followed, its confidence and whether it is exploratory."""
-        answer = self.pick or NO_DIFFERENCE
-        if self.confidence is None or self.confidence_ci is None:
+        answer = self.answer
+        if self.pick is None:
+            sure = "no pick, so no confidence"
+        elif self.confidence is None or self.confidence_ci is None:
             sure = "confidence unknown: no evidence for this rule"
         else:
             lo, hi = self.confidence_ci
@@ -168,7 +176,7 @@ def _advise(
             )
         )
     first = answers[0]
-    deciding = [a for a in answers if a.pick is not None]
+    deciding = [a for a in answers if a.pick is not None and a.evidence and a.evidence.win_rate > COIN]
     if first.pick is not None:
         followed = first
         why = (
@@ -184,7 +192,16 @@ def _advise(
         )
     else:
         followed = first
-        why = f"no candidate rule separates them beyond the noise ({first.rule}: {first.reason})"
+        others = [a.rule for a in answers if a.pick is not None]
+        if others:
+            why = (
+                f"{first.rule} cannot decide ({first.reason}); the rules that do ({', '.join(others)}) have "
+                "no evidence of picking better than a coin flip"
+            )
+        elif first.answer == CANNOT_DECIDE:
+            why = f"no candidate rule separates them ({first.rule}: {first.reason})"
+        else:
+            why = f"no candidate rule separates them beyond the noise ({first.rule}: {first.reason})"
     e = followed.evidence
     return Advice(
         question=question,
@@ -192,6 +209,7 @@ def _advise(
         study=str(load_evidence()["study"]),
         answers=tuple(answers),
         pick=followed.pick,
+        answer=followed.answer,
         followed=followed.rule,
         why=why,
         exploratory=not followed.validated,

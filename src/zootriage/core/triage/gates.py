@@ -72,7 +72,8 @@ class GateRule:
     - ``min t`` / ``max t``: candidate >= t / candidate <= t (the baseline is shown, not used);
     - ``max_drop t``: −change <= t; ``max_rise t``: change <= t;
     - ``max_relative_drop t``: −change / |baseline| <= t; ``max_relative_rise t``: change / |baseline| <= t
-      (a baseline of 0 makes the relative change undefined and the rule fails).
+      (a baseline of 0 makes the relative change undefined: the rule is inconclusive, since nothing
+      shows the candidate worse, and says to use the absolute kind).
     """
 
     metric: str
@@ -196,8 +197,11 @@ def _measured(kind: str, cand: Estimate, base: Estimate | None, repeats: tuple[i
             coefficients = (sign, -sign)
         else:  # S = sign·(c − b)/|b|: ∂S/∂c = sign/|b|, ∂S/∂b = −sign·c/(b·|b|)
             scale = abs(base.value)
-            value /= scale
-            coefficients = (sign / scale, -sign * cand.value / (base.value * scale))
+            try:
+                value /= scale
+                coefficients = (sign / scale, -sign * cand.value / (base.value * scale))
+            except (OverflowError, ZeroDivisionError):  # |b| so small that b·|b| is 0 in floating point
+                return _Measured(math.nan, None, math.inf, None)
         parts = [(coefficients[0], cand, repeats[0]), (coefficients[1], base, repeats[1])]
     se, df = combined([(c, e) for c, e, _ in parts])
     if se is None:
@@ -223,20 +227,24 @@ def _check(
         if base is None:
             return "failed", "the baseline has no value for this metric", None
         if rule.kind.startswith("max_relative") and base.value == 0:
-            return "failed", "relative change undefined: the baseline value is 0", None
+            absolute = rule.kind.replace("_relative", "")
+            return "inconclusive", f"relative change undefined: the baseline value is 0; use {absolute}", None
     what = _STATISTIC[rule.kind]
     m = _measured(rule.kind, cand, base, repeats)
     relative = rule.kind.startswith("max_relative")
     fmt = (lambda v: f"{v:.4%}") if relative else (lambda v: f"{v:.6g}")
     at_least = rule.kind == "min"
     allowed = ">=" if at_least else "<="
-    if m.se is None:
-        return (
-            "inconclusive",
-            f"{what} {fmt(m.value)} vs {fmt(rule.threshold)}: {NO_NOISE_ESTIMATE}; score with --repeats 2 "
-            "or more (and repeats × points_per_class images per class) to measure it",
-            None,
+    if m.se is None or not math.isfinite(m.value):
+        used = repeats[:1] if rule.kind in ("min", "max") else repeats
+        how = (
+            "score with --repeats 2 or more (and repeats × points_per_class images per class) to measure it"
+            if min(used) < 2
+            else "the repeats' spread measured none (the same value on every repeat, or none stored): "
+            "score with more images per class"
         )
+        shown = f"{what} {fmt(m.value)} vs {fmt(rule.threshold)}"
+        return "inconclusive", f"{shown}: {NO_NOISE_ESTIMATE}; {how}", None
     q = upper_quantile(ALPHA, m.df)
     lo, hi = m.value - q * m.se, m.value + q * m.se
     sign = -1.0 if at_least else 1.0  # the claim is sign·value ≤ sign·threshold
@@ -276,7 +284,9 @@ def evaluate_gate(candidate: MarkerRecord, baseline: MarkerRecord, rules: Sequen
         change = None if cand is None or base is None else cand.value - base.value
         relative = None if change is None or base is None or not base.value else change / abs(base.value)
         interval_: tuple[float, float] | None = None
-        degenerate = candidate.undecidable.get(rule.metric) or baseline.undecidable.get(rule.metric)
+        degenerate = candidate.undecidable.get(rule.metric)
+        if rule.kind not in ("min", "max"):  # an absolute rule does not read the baseline
+            degenerate = degenerate or baseline.undecidable.get(rule.metric)
         if cand is None:
             status: GateStatus = "failed"
             reason = "the candidate has no value for this metric"

@@ -1,9 +1,9 @@
 """Rankings: any set of candidates ordered by the rule (fronts of "better beyond the noise"), beside
-the ID-accuracy and LogME orders and the pairs where they disagree."""
+the ID-accuracy and LogME orders under the same test and the pairs where they disagree."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from zootriage.core.triage.records import (
     LOGME,
     MarkerRecord,
     Rule,
+    make_rule,
 )
 from zootriage.core.triage.verdict import verdict
 
@@ -37,8 +38,8 @@ class RankedEntry:
 @dataclass(frozen=True)
 class Ranking:
     """Entries in rule order (unrankable candidates last), the picks, and the pairs that ID accuracy or
-    LogME order the other way round from the rule (each pair as (the rule's better, its worse)).
-    ``reason`` says why the rule picks nobody."""
+    LogME decide the other way round from the rule, beyond the noise (each pair as (the rule's
+    better, its worse)). ``reason`` says why the rule picks nobody."""
 
     entries: tuple[RankedEntry, ...]
     pick: str | None
@@ -84,20 +85,6 @@ def _competition_ranks(keys: Sequence[Any]) -> list[int]:
     return ranks
 
 
-def _order_by(records: Sequence[MarkerRecord], marker: str) -> dict[str, int]:
-    """Competition ranks of the candidates that have ``marker``, higher first."""
-    present = sorted(
-        (r for r in records if r.value(marker) is not None), key=lambda r: (-(r.value(marker) or 0.0), r.name)
-    )
-    ranks = _competition_ranks([r.value(marker) for r in present])
-    return {r.name: rank for r, rank in zip(present, ranks, strict=True)}
-
-
-def _discordant(better: set[tuple[str, str]], other: Mapping[str, int]) -> list[tuple[str, str]]:
-    """Pairs the rule decides one way and ``other`` strictly orders the other way."""
-    return sorted((a, b) for a, b in better if a in other and b in other and other[a] > other[b])
-
-
 def _unrankable(record: MarkerRecord, rule: Rule) -> str | None:
     missing = [m for m in rule.markers if record.value(m) is None]
     if missing:
@@ -106,22 +93,26 @@ def _unrankable(record: MarkerRecord, rule: Rule) -> str | None:
     return f"not decidable ({'; '.join(bad)})" if bad else None
 
 
-def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking:
-    """Order candidates by ``rule`` beyond the noise, beside the orders ID accuracy and LogME give.
+@dataclass(frozen=True)
+class _Order:
+    """``rule``'s relation on the candidates: ``better`` holds (a, b) when a beats b beyond the noise,
+    ``ranks`` the competition rank of each rankable candidate's front, ``undecided`` why each pair of
+    rankable candidates is not separated, ``why_not`` why a candidate cannot be ranked (None: it can)."""
 
-    a beats b when ``verdict(b, a, rule)`` decides for a (every marker of the rule prefers a beyond
-    the noise). Candidates are peeled into fronts of that relation (``fronts_of``); one front shares
-    one rank: candidates the noise cannot separate tie. A candidate missing a marker of the rule, or
-    whose marker comes from a degenerate GLUE regime, goes last with ``rank=None``. The rule picks a
-    candidate only when it is alone in the first front; otherwise ``reason`` says why not.
-    """
-    names = [r.name for r in records]
-    if len(set(names)) != len(names):
-        raise ValueError("candidate names must be unique")
+    ranks: dict[str, int]
+    fronts: dict[str, int]
+    better: set[tuple[str, str]]
+    undecided: dict[tuple[str, str], str]
+    why_not: dict[str, str | None]
+
+
+def _order(records: Sequence[MarkerRecord], rule: Rule) -> _Order:
+    """a beats b when ``verdict(b, a, rule)`` decides for a; candidates are peeled into fronts of that
+    relation (``fronts_of``) and one front shares one rank."""
     why_not = {r.name: _unrankable(r, rule) for r in records}
     placed = sorted((r for r in records if why_not[r.name] is None), key=lambda r: r.name)
     better: set[tuple[str, str]] = set()
-    undecided_pairs: dict[tuple[str, str], str] = {}
+    undecided: dict[tuple[str, str], str] = {}
     for i, a in enumerate(placed):
         for b in placed[i + 1 :]:
             result = verdict(a, b, rule)
@@ -130,57 +121,81 @@ def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking
             elif result.decision == "v2":
                 better.add((b.name, a.name))
             else:
-                undecided_pairs[(a.name, b.name)] = result.reason
+                undecided[(a.name, b.name)] = result.reason
     index = {r.name: i for i, r in enumerate(placed)}
     dominates = [[False] * len(placed) for _ in placed]
     for winner, loser in better:
         dominates[index[winner]][index[loser]] = True
-    fronts = fronts_of(dominates)
-    order = sorted(index, key=lambda n: (fronts[index[n]], n))
-    ranks = dict(zip(order, _competition_ranks([int(fronts[index[n]]) for n in order]), strict=True))
-    by_accuracy = _order_by(records, ID_ACCURACY)
-    by_logme = _order_by(records, LOGME)
-    acc_pairs = _discordant(better, by_accuracy)
-    logme_pairs = _discordant(better, by_logme)
+    peeled = fronts_of(dominates)
+    fronts = {name: peeled[i] for name, i in index.items()}
+    order = sorted(fronts, key=lambda n: (fronts[n], n))
+    ranks = dict(zip(order, _competition_ranks([fronts[n] for n in order]), strict=True))
+    return _Order(ranks, fronts, better, undecided, why_not)
+
+
+def _discordant(better: set[tuple[str, str]], other: _Order) -> list[tuple[str, str]]:
+    """Pairs the rule decides one way and ``other``'s rule decides the other way, beyond the noise."""
+    return sorted((a, b) for a, b in better if (b, a) in other.better)
+
+
+def _pick(order: _Order, rule: Rule) -> tuple[str | None, str]:
+    """The candidate ``rule`` picks and why, or None and why not: a pick needs every candidate ranked
+    (one that cannot be ranked might be the best) and one of them alone in the first front."""
+    unrankable = {name: why for name, why in order.why_not.items() if why is not None}
+    if unrankable and not order.ranks:
+        return None, "undecided: no candidate can be ranked by this rule"
+    if unrankable:
+        listed = "; ".join(f"{name}: {why}" for name, why in sorted(unrankable.items()))
+        return None, f"undecided: a candidate the rule cannot rank might be the best ({listed})"
+    if len(order.ranks) < 2:
+        return None, "undecided: one candidate, nothing to rank it against"
+    first = sorted(n for n, r in order.ranks.items() if r == 1)
+    if len(first) == 1:
+        return first[0], f"{first[0]}: {rule.describe()}, against every other candidate"
+    detail = [f"{a} vs {b}: {why}" for (a, b), why in order.undecided.items() if a in first and b in first]
+    return None, f"undecided: {', '.join(first)} share the first place ({'; '.join(detail)})"
+
+
+def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking:
+    """Order candidates by ``rule`` beyond the noise, beside the orders ID accuracy and LogME give
+    under the same test (``_order``): candidates the noise cannot separate tie. A candidate missing a
+    marker of the rule, or whose marker comes from a degenerate GLUE regime, goes last with
+    ``rank=None``. The rule picks a candidate only when every candidate is ranked and it is alone in
+    the first front (``_pick``); otherwise ``reason`` says why not. The ID-accuracy and LogME picks
+    follow the same condition, and a pair counts as discordant only when both rules decide it,
+    opposite ways.
+    """
+    names = [r.name for r in records]
+    if len(set(names)) != len(names):
+        raise ValueError("candidate names must be unique")
+    order = _order(records, rule)
+    by_accuracy, by_logme = _order(records, make_rule(ID_ACCURACY)), _order(records, make_rule(LOGME))
+    acc_pairs = _discordant(order.better, by_accuracy)
+    logme_pairs = _discordant(order.better, by_logme)
     by_name = {r.name: r for r in records}
+    ranked = sorted(order.ranks, key=lambda n: (order.ranks[n], n))
     entries = [
         RankedEntry(
             name=name,
-            rank=ranks.get(name),
-            front=int(fronts[index[name]]) + 1 if name in index else None,
-            id_accuracy_rank=by_accuracy.get(name),
-            logme_rank=by_logme.get(name),
+            rank=order.ranks.get(name),
+            front=order.fronts[name] + 1 if name in order.fronts else None,
+            id_accuracy_rank=by_accuracy.ranks.get(name),
+            logme_rank=by_logme.ranks.get(name),
             disagrees_with_id_accuracy=any(name in pair for pair in acc_pairs),
             disagrees_with_logme=any(name in pair for pair in logme_pairs),
             missing=tuple(m for m in (*rule.markers, ID_ACCURACY, LOGME) if by_name[name].value(m) is None),
-            unrankable=why_not[name],
+            unrankable=order.why_not[name],
         )
-        for name in [*order, *sorted(n for n in names if n not in index)]
+        for name in [*ranked, *sorted(n for n in names if n not in order.ranks)]
     ]
-    pick = _sole_best(ranks)
-    if pick is not None:
-        reason = f"{pick}: {rule.describe()}, against every other rankable candidate"
-    elif not placed:
-        reason = "undecided: no candidate can be ranked by this rule"
-    else:
-        first = [n for n, r in ranks.items() if r == 1]
-        detail = [
-            f"{a} vs {b}: {why}" for (a, b), why in undecided_pairs.items() if a in first and b in first
-        ]
-        reason = f"undecided: {', '.join(first)} share the first place ({'; '.join(detail) or 'alone'})"
+    pick, reason = _pick(order, rule)
     return Ranking(
         entries=tuple(entries),
         pick=pick,
         reason=reason,
-        id_accuracy_pick=_sole_best(by_accuracy),
-        logme_pick=_sole_best(by_logme),
+        id_accuracy_pick=_pick(by_accuracy, make_rule(ID_ACCURACY))[0],
+        logme_pick=_pick(by_logme, make_rule(LOGME))[0],
         id_accuracy_discordant=tuple(acc_pairs),
         logme_discordant=tuple(logme_pairs),
         rule=rule,
     )
-
-
-def _sole_best(ranks: dict[str, int]) -> str | None:
-    """The one candidate ranked first; None when nobody is ranked or the first place is shared."""
-    first = [name for name, r in ranks.items() if r == 1]
-    return first[0] if len(first) == 1 else None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from zootriage.core.noise import NO_NOISE_ESTIMATE, compare
+from zootriage.core.triage.published import published_accuracy
 from zootriage.core.triage.records import GEOMETRY_RULE, MarkerRecord, Rule
 
 Side = Literal["v1", "v2"]
@@ -92,7 +93,13 @@ def verdict(v1: MarkerRecord, v2: MarkerRecord, rule: Rule = GEOMETRY_RULE) -> V
 
 
 def accuracy_pick(v1_acc: float | None, v2_acc: float | None) -> Decision:
-    """What "take the higher ImageNet acc@1" picks, for the side-by-side with the verdict."""
-    if v1_acc is None or v2_acc is None or v1_acc == v2_acc:
+    """What "take the higher ImageNet acc@1" picks, for the side-by-side with the verdict: the higher
+    published acc@1 (percent) beyond the noise of its 50,000 validation images (the binomial standard
+    errors of ``core.triage.published``, the same test as every verdict), else undecided."""
+    first, second = published_accuracy(v1_acc), published_accuracy(v2_acc)
+    if first is None or second is None:
         return "undecided"
-    return "v1" if v1_acc > v2_acc else "v2"
+    diff = compare(first, second)
+    if not diff.significant:
+        return "undecided"
+    return "v2" if diff.difference > 0 else "v1"
