@@ -73,7 +73,7 @@ def bare(model_ref: str, sampling: Sampling) -> float:
     start = time.perf_counter()
     images = open_dataset(parse_dataset_ref("builtin:mnist"), sampling.split)
     chosen = sample(images, sampling)
-    loaded = load_model(parse_model_ref(model_ref))
+    loaded = load_model(parse_model_ref(model_ref), resolve_device(None))
     out = extract(loaded.module, FittedImages(images, chosen.indices, loaded.preprocess), loaded.preprocess,
                   batch_size=64, num_workers=0)
     compute_markers(out.features, out.labels, out.logits, protocol=PROTOCOL, logits_match_labels=True)

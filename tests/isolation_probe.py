@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import os
 import resource
 import socket
@@ -225,6 +226,8 @@ def main() -> None:
         time.sleep(600)
     elif mode == "mapped":
         emit({"result": mapped(request["folder"])})
+    elif mode == "import":  # a module found through PYTHONPATH
+        emit({"result": {"value": importlib.import_module(request["name"]).VALUE}})
     elif mode == "plant":
         plant(request)
     elif mode == "forks":

@@ -300,3 +300,17 @@ def test_what_a_killed_worker_left_is_removed_by_the_next_child() -> None:
         for group in dead_groups:
             if group.exists():
                 group.rmdir()
+
+
+def test_packages_on_the_workers_pythonpath_are_importable_in_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's environment keeps ``PYTHONPATH``; its folders are shown to it read-only, so packages
+    an operator installed there (here under /tmp, which the sandbox replaces with its own) import. The
+    GPU machine's check installs its missing wheels that way (benchmarks/device_check.sh)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "zootriage_pythonpath_probe.py").write_text("VALUE = 'found'\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(site)])))
+    result = run_isolated(PROBE, {"mode": "import", "name": "zootriage_pythonpath_probe"}, _keep)
+    assert result["value"] == "found"

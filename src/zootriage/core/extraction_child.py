@@ -122,7 +122,10 @@ def extract(images: Any, chosen: Any, request: dict[str, Any]) -> dict[str, Any]
     torch.set_num_threads(max(1, min(int(request["threads"]), os.cpu_count() or 1)))
     start = time.perf_counter()
     emit({"progress": ["load_model", 0, 1]})
-    loaded = load_model(model_ref)  # checkpoints pass core.zoo.archive_check first, in the loader
+    from zootriage.core.device import resolve_device
+
+    # checkpoints pass core.zoo.archive_check first, in the loader; a program is placed on the device
+    loaded = load_model(model_ref, resolve_device(request["device"]))
     emit({"progress": ["load_model", 1, 1]})
     loaded_at = time.perf_counter()
     extraction = forward(

@@ -88,8 +88,10 @@ def sandbox_user() -> SandboxUser:
 
 
 def readable_paths(module: str, data_roots: Iterable[str | Path], env: dict[str, str]) -> list[Path]:
-    """What the child reads: the Python installation, the module's package and ours, data roots,
-    model caches (every path resolved: binds are made at real paths, so links inside still work)."""
+    """What the child reads: the Python installation, the module's package and ours, the folders of the
+    ``PYTHONPATH`` its environment keeps (an operator's packages installed outside the installation;
+    absolute folders only, the root folder never), data roots, model caches (every path resolved:
+    binds are made at real paths, so links inside still work)."""
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["purelib"]}
     paths = [Path(p) for p in python]
     for top in {module.split(".")[0], "zootriage"}:
@@ -98,6 +100,8 @@ def readable_paths(module: str, data_roots: Iterable[str | Path], env: dict[str,
             for location in spec.submodule_search_locations:
                 package = Path(location)
                 paths.append(package)
+    imports = env.get("PYTHONPATH", "").split(os.pathsep)
+    paths += [Path(entry) for entry in imports if os.path.isabs(entry) and entry.strip("/")]
     paths += [Path(root) for root in data_roots]
     # the model caches: HF_HOME is not among them (it holds the hub's token where someone logged in)
     paths += [Path(env[name]) for name in ("TORCH_HOME", "HF_HUB_CACHE") if name in env]

@@ -1,8 +1,10 @@
 """One worker process per GPU, each pinned to its own device before CUDA is ever initialised.
 
 The parent process must not touch CUDA (a CUDA context does not survive fork), so the GPU count comes
-from settings or ``nvidia-smi -L``, and each pool child sets ``CUDA_VISIBLE_DEVICES`` to its own index
-in ``worker_process_init``, before its first job imports a model onto the device. Each child also
+from settings, else from the ``CUDA_VISIBLE_DEVICES`` the worker was started with (an operator or a
+scheduler giving it some of the machine's GPUs), else from ``nvidia-smi -L``; each pool child sets
+``CUDA_VISIBLE_DEVICES`` to one of those devices in ``worker_process_init``, before its first job
+imports a model onto the device. Each child also
 caps torch's threads at its share of the cores left by its data loaders (``core.threads``).
 """
 
@@ -21,9 +23,20 @@ from zootriage.core.features import default_workers
 from zootriage.core.threads import thread_budget
 
 
+def visible_devices() -> list[str] | None:
+    """The devices ``CUDA_VISIBLE_DEVICES`` gives this worker (indices or UUIDs, as written; empty: none),
+    or None where it is not set (every GPU of the machine)."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is None:
+        return None
+    return [device.strip() for device in given.split(",") if device.strip()]
+
+
 def gpu_count(settings: Settings) -> int:
     if settings.gpus is not None:
         return settings.gpus
+    if (given := visible_devices()) is not None:
+        return len(given)
     if shutil.which("nvidia-smi") is None:
         return 0
     try:
@@ -47,13 +60,14 @@ def worker_threads(settings: Settings) -> int:
 
 
 def prepare_pool_child(settings: Settings) -> None:
-    """Give this pool child its own GPU (pool index modulo the GPU count), its share of the CPU
-    threads, and let it start the data-loading processes torch's DataLoader uses: pool children are
-    daemonic by default, and a daemonic process may not have children. The loaders exit with their
-    parent (torch watches it)."""
+    """Give this pool child its own GPU (pool index modulo the GPU count, among the devices the worker
+    was given: never one outside them), its share of the CPU threads, and let it start the
+    data-loading processes torch's DataLoader uses: pool children are daemonic by default, and a
+    daemonic process may not have children. The loaders exit with their parent (torch watches it)."""
     multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
     count = gpu_count(settings)
     if count > 0:
         index = getattr(current_process(), "index", 0) or 0
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(index % count)
+        given = visible_devices() or [str(i) for i in range(count)]
+        os.environ["CUDA_VISIBLE_DEVICES"] = given[index % len(given)]
     torch.set_num_threads(worker_threads(settings))

@@ -42,8 +42,11 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """``module(x)`` returns ``(penultimate, logits)``, on the CPU. Library models are put in eval mode
-    here; an exported program already runs as it was exported (export fixes train/eval behaviour)."""
+    """``module(x)`` returns ``(penultimate, logits)``: a library model on the CPU (moved by
+    ``core.features.extract``), an exported program already on the device ``load_model`` was given
+    (``core.zoo.programs.load_program``: a program is moved by a pass, not by ``module.to``). Library
+    models are put in eval mode here; an exported program already runs as it was exported (export fixes
+    train/eval behaviour)."""
 
     module: nn.Module
     preprocess: Preprocess
@@ -51,16 +54,17 @@ class LoadedModel:
     weights_sha256: str
 
 
-def load_model(ref: AnyModelRef) -> LoadedModel:
-    """Build the model in this process. A checkpoint passes the static check first and torch loads
-    what the check read (``_checked``); callers with untrusted files run this only in an isolated
-    child (``core.scoring``)."""
+def load_model(ref: AnyModelRef, device: torch.device | str = "cpu") -> LoadedModel:
+    """Build the model in this process, for ``device`` (where an exported program is placed; a
+    library model stays on the CPU until extraction moves it). A checkpoint passes the static check
+    first and torch loads what the check read (``_checked``); callers with untrusted files run this only
+    in an isolated child (``core.scoring``)."""
     if isinstance(ref, TorchvisionRef):
         return _torchvision(ref)
     if isinstance(ref, TimmRef):
         return _timm(ref)
     if ref.library is None:
-        return _program(ref)
+        return _program(ref, torch.device(device))
     return _state_dict(ref)
 
 
@@ -129,15 +133,15 @@ def _state_dict(ref: CheckpointRef) -> LoadedModel:
     )
 
 
-def _program(ref: CheckpointRef) -> LoadedModel:
+def _program(ref: CheckpointRef, device: torch.device) -> LoadedModel:
     from zootriage.core.zoo.programs import load_program  # torch.export: imported by the jobs that use it
 
     path = Path(ref.path)
     with _checked(path) as loadable:
-        program = load_program(loadable, ref.penultimate_node, ref.preprocess, ref.label_space)
+        program = load_program(loadable, ref.penultimate_node, ref.preprocess, ref.label_space, device)
     return _loaded(
         program.module, program.preprocess, path, "checkpoint", program.architecture or PROGRAM, path.name,
-        None, program.label_space, program.penultimate, program.warnings,
+        None, program.label_space, program.penultimate, program.warnings, device=device,
     )
 
 
@@ -168,6 +172,7 @@ def _timm_classes(model: nn.Module) -> int:
 def _loaded(
     module: nn.Module, preprocess: Preprocess, path: Path, source: str, architecture: str, weights: str,
     acc1: float | None, label_space: str | None, penultimate: str, warnings: tuple[str, ...] = (),
+    device: torch.device | None = None,
 ) -> LoadedModel:
     info = ModelInfo(
         source=source,
@@ -175,7 +180,7 @@ def _loaded(
         weights=weights,
         acc1=acc1,
         num_params=sum(p.numel() for p in module.parameters()),
-        num_classes=_logit_count(module, preprocess),
+        num_classes=_logit_count(module, preprocess, device or torch.device("cpu")),
         label_space=label_space,
         penultimate=penultimate,
         warnings=warnings,
@@ -183,7 +188,8 @@ def _loaded(
     return LoadedModel(module, preprocess, info, sha256_file(path))
 
 
-def _logit_count(module: nn.Module, preprocess: Preprocess) -> int:
+def _logit_count(module: nn.Module, preprocess: Preprocess, device: torch.device) -> int:
+    """The number of logits, from one image of zeros on the device the module is on."""
     with torch.inference_mode():
-        _, logits = module(torch.zeros((1, preprocess.channels, *preprocess.crop)))
+        _, logits = module(torch.zeros((1, preprocess.channels, *preprocess.crop), device=device))
     return int(logits.shape[-1])

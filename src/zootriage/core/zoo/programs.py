@@ -20,6 +20,7 @@ from typing import Any
 from unittest import mock
 
 import torch
+import torch.export.passes
 from pydantic import ValidationError
 from torch import nn
 from torch.export.pt2_archive import _package
@@ -46,11 +47,25 @@ class Program:
 
 
 def load_program(
-    path: Path, node_name: str | None, preprocess: Preprocess | None, label_space: str | None
+    path: Path,
+    node_name: str | None,
+    preprocess: Preprocess | None,
+    label_space: str | None,
+    device: torch.device | str = "cpu",
 ) -> Program:
     """The program at ``path`` (for an upload, the static check's canonical rewrite: ``core.zoo.
-    loader``); arguments that are not ``None`` override what was saved with it."""
+    loader``) on ``device``; arguments that are not ``None`` override what was saved with it.
+
+    The program is moved with torch.export's own pass before its module is made: ``module.to(device)``
+    moves parameters and buffers only, not the tensors a graph holds as constants nor the devices its
+    operators name (``arange(..., device=cpu)``, the device checks export records), so a program moved
+    that way fails on its first batch on a GPU. The pass also brings a program saved from a GPU (whose
+    weights load back onto that GPU) to the device asked for."""
     program, saved = _read(path)
+    try:
+        program = torch.export.passes.move_to_device_pass(program, str(device))
+    except Exception as exc:  # an operator the pass cannot rewrite: the program cannot run there
+        raise BadCheckpoint(f"{path.name}: the program cannot be moved to {device} ({exc})") from exc
     graph_module, node = exported_penultimate(program, node_name)
     shape = _input_shape(graph_module)
     chosen = preprocess or saved.preprocess
