@@ -156,3 +156,15 @@ def test_an_absolute_rule_ignores_a_degenerate_baseline() -> None:
     absolute, change = GateRule("dimension", "min", 5.0), GateRule("dimension", "max_drop", 1.0)
     assert evaluate_gate(candidate, baseline, [absolute]).status == "passed"
     assert evaluate_gate(candidate, baseline, [change]).status == "inconclusive"
+
+
+def test_the_normal_tail_for_exact_degrees_of_freedom_matches_scipy() -> None:
+    """Estimates with df = ∞ (published accuracies) are tested on the normal tail without scipy (the API
+    lists recommendations without importing it); the same p as scipy's."""
+    from scipy import stats
+
+    from zootriage.core.noise import compare
+
+    for z in (0.0, 0.5, 1.96, 3.0, 8.0):
+        p = compare(Estimate(0.0, 0.5, float("inf")), Estimate(z, 0.5, float("inf"))).p_value
+        assert p == pytest.approx(2 * stats.norm.sf(z / (0.5 * 2**0.5)), rel=1e-12, abs=1e-300)

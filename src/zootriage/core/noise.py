@@ -103,6 +103,8 @@ def compare(first: Estimate, second: Estimate) -> Difference:
     se, df = combined([(1.0, second), (-1.0, first)])
     if se is None or not math.isfinite(diff):
         return Difference(diff, None, None)
+    if math.isinf(df):  # the normal tail, 2·(1 − Φ(|z|)) = erfc(|z|/√2): no scipy for exact-df estimates
+        return Difference(diff, se, math.erfc(abs(diff) / se / math.sqrt(2.0)))
     p = 2.0 * float(_scipy_stats().t.sf(abs(diff) / se, df))
     return Difference(diff, se, p)
 

@@ -218,7 +218,7 @@ def test_rank_and_recommend_wait_for_their_jobs(
     recommended = zootriage(triage_stack, "recommend", "mobilenet_v2", *tiny)
     assert recommended.exit_code == 0, recommended.stderr
     assert "IMAGENET1K_V1" in recommended.stdout and "verdict: " in recommended.stdout
-    assert "ImageNet accuracy picks v2" in recommended.stdout
+    assert "ImageNet accuracy picks undecided" in recommended.stdout  # 72.154 vs 71.878: within the noise
     chosen, shipped = product_default(), load_evidence()  # no --rule: the product's default rule
     key = rule_key(chosen.v1_v2_rule, "one_vs_rest", chosen.centering)
     line = f"evidence: study {shipped['study']}, {shipped['primary_outcome']}: rule {key}"
