@@ -168,3 +168,20 @@ def test_the_normal_tail_for_exact_degrees_of_freedom_matches_scipy() -> None:
     for z in (0.0, 0.5, 1.96, 3.0, 8.0):
         p = compare(Estimate(0.0, 0.5, float("inf")), Estimate(z, 0.5, float("inf"))).p_value
         assert p == pytest.approx(2 * stats.norm.sf(z / (0.5 * 2**0.5)), rel=1e-12, abs=1e-300)
+
+
+def test_a_gate_on_overlapping_repeats_asks_for_images_not_repeats() -> None:
+    """With a class smaller than R·m the repeats share images and their standard error does not shrink
+    with R (``core.glue_subsets``): the advice is more images per class. The note is what the worker
+    stores with such a marker."""
+    note = "overlapping noise: 5 repeats of 50 points share a class of 120; the std is inflated"
+    candidate = MarkerRecord("c", {"id_accuracy": 0.337}, {"id_accuracy": 0.05}, repeats=5,
+                             notes={"id_accuracy": note})
+    baseline = MarkerRecord("b", {"id_accuracy": 0.351}, {"id_accuracy": 0.05}, repeats=5)
+    rule = GateRule("id_accuracy", "max_drop", 0.05)
+    outcome = evaluate_gate(candidate, baseline, [rule]).outcomes[0]
+    assert outcome.status == "inconclusive"
+    assert "more repeats do not shrink it" in outcome.reason and "images per class" in outcome.reason
+    plain = evaluate_gate(MarkerRecord("c", {"id_accuracy": 0.337}, {"id_accuracy": 0.05}, repeats=5),
+                          baseline, [rule]).outcomes[0]
+    assert "repeats on both runs (se ∝ 1/√repeats) would decide" in plain.reason

@@ -34,6 +34,7 @@ import numpy as np
 
 NoiseKind = Literal["disjoint", "overlapping", "draws-only"]
 _ORDER: tuple[NoiseKind, ...] = ("disjoint", "overlapping", "draws-only")
+OVERLAPPING = "overlapping noise"  # how an overlapping repeats' reason begins (read by core.triage.gates)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def _label(kind: NoiseKind, fraction: float, tightest: tuple[int, int], repeats:
         kind,
         fraction,
         inflation,
-        f"overlapping noise: {repeats} repeats of {m} points share a class of {size}; the std is "
+        f"{OVERLAPPING}: {repeats} repeats of {m} points share a class of {size}; the std is "
         f"inflated ×{inflation:.2f} by the finite-population bound (disjoint repeats need "
         f"{repeats * m} per class)",
     )

@@ -137,6 +137,7 @@ def record_of(label: str, run: Run, markers: list[Marker]) -> MarkerRecord:
         {m.name: m.std for m in markers},
         repeats=run.protocol.repeats,
         undecidable={m.name: m.reason or "not decidable" for m in markers if not m.decidable},
+        notes={m.name: m.reason for m in markers if m.decidable and m.reason},
     )
 
 

@@ -29,6 +29,9 @@ L = Ŝ − q·se, U = Ŝ + q·se (a two-sided 90% interval, as in TOST):
   V = Σ cᵢ² sᵢ² = Σ Rᵢ·(cᵢ·seᵢ)², so R′ = ⌈V·(2q/δ)²⌉ repeats resolve the margin (q kept at its
   present, larger value: conservative). An absolute rule (``min``/``max``, no "unchanged" point) or
   a margin δ ≤ 0 has no such resolution; R′ = ⌈V·(q/|δ − Ŝ|)²⌉ would decide at the present estimate.
+  Where the repeats share images (overlapping noise: a class smaller than R·m, ``core.glue_subsets``)
+  the standard error is s·√(f/(1 − f)) with f = m/M, whatever R: more repeats do not shrink it, so the
+  advice is more images per class (R′·m of them makes R′ repeats disjoint), not more repeats.
 
 A metric without a noise estimate, or from a degenerate GLUE regime, is inconclusive; a candidate
 without a value fails (a gate fails closed).
@@ -42,6 +45,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from zootriage.core.glue_subsets import OVERLAPPING
 from zootriage.core.noise import ALPHA, GATE_TEST, NO_NOISE_ESTIMATE, Estimate, combined, upper_quantile
 from zootriage.core.protocol import REPEATS_MAX
 from zootriage.core.triage.records import (
@@ -209,18 +213,26 @@ def _measured(kind: str, cand: Estimate, base: Estimate | None, repeats: tuple[i
     return _Measured(value, se, df, sum(r * (c * (e.se or 0.0)) ** 2 for c, e, r in parts))
 
 
-def _repeats_needed(per_repeat: float, q: float, gap: float) -> str:
-    """R′ = ⌈V·(q/gap)²⌉, the repeats on both runs at which q·se′ = gap (module docstring)."""
+def _repeats_needed(per_repeat: float, q: float, gap: float, overlapping: bool) -> str:
+    """R′ = ⌈V·(q/gap)²⌉, the repeats on both runs at which q·se′ = gap (module docstring); with
+    ``overlapping`` repeats, the images per class that make R′ repeats disjoint."""
     if gap <= 0:
         return "the estimate sits on the threshold: no number of repeats decides; change the rule"
     needed = math.ceil(per_repeat * (q / gap) ** 2)
     if needed > REPEATS_MAX:
         return f"it would take {needed} repeats on both runs (at most {REPEATS_MAX}): widen the margin"
+    if overlapping:
+        images = max(needed, 2)
+        return (
+            "the repeats share images (overlapping noise), so more repeats do not shrink it: extract at "
+            f"least {images} × points_per_class images per class on both runs, where about {images} "
+            "disjoint repeats would decide"
+        )
     return f"{needed} repeats on both runs (se ∝ 1/√repeats) would decide"
 
 
 def _check(
-    rule: GateRule, cand: Estimate, base: Estimate | None, repeats: tuple[int, int]
+    rule: GateRule, cand: Estimate, base: Estimate | None, repeats: tuple[int, int], overlapping: bool = False
 ) -> tuple[GateStatus, str, tuple[float, float] | None]:
     """The non-inferiority decision of the module docstring."""
     if rule.kind not in ("min", "max"):
@@ -266,10 +278,10 @@ def _check(
         )
     assert m.per_repeat is not None
     if margin:
-        more = _repeats_needed(m.per_repeat, 2.0 * q, delta)
+        more = _repeats_needed(m.per_repeat, 2.0 * q, delta, overlapping)
         why = f"the noise (2·q·se = {fmt(resolution)}) is larger than the margin {fmt(rule.threshold)}"
     else:
-        more = _repeats_needed(m.per_repeat, q, abs(delta - stat))
+        more = _repeats_needed(m.per_repeat, q, abs(delta - stat), overlapping)
         why = f"the interval contains the threshold {fmt(rule.threshold)}"
     return "inconclusive", f"{shown}: {why}; {more}", (lo, hi)
 
@@ -293,7 +305,11 @@ def evaluate_gate(candidate: MarkerRecord, baseline: MarkerRecord, rules: Sequen
         elif degenerate:
             status, reason = "inconclusive", f"not decidable: {degenerate}"
         else:
-            status, reason, interval_ = _check(rule, cand, base, (candidate.repeats, baseline.repeats))
+            used = (candidate,) if rule.kind in ("min", "max") else (candidate, baseline)
+            overlapping = any(r.notes.get(rule.metric, "").startswith(OVERLAPPING) for r in used)
+            status, reason, interval_ = _check(
+                rule, cand, base, (candidate.repeats, baseline.repeats), overlapping
+            )
         outcomes.append(
             RuleOutcome(
                 rule,

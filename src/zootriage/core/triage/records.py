@@ -32,7 +32,9 @@ class MarkerRecord:
     spread over the same per-class subsets, ``core.markers.compute``; None: no noise estimate);
     ``undecidable[name]`` the reason a marker may not decide (a degenerate GLUE regime);
     ``published[name]`` a value that was not measured on the run's images but taken from the weights'
-    metadata, with its own standard error (``core.triage.published``), which replaces ``values[name]``."""
+    metadata, with its own standard error (``core.triage.published``), which replaces ``values[name]``;
+    ``notes[name]`` what a decidable marker's std measures when not plain disjoint repeats (overlapping
+    repeats, ``core.glue_subsets``)."""
 
     name: str
     values: Mapping[str, float | None]
@@ -40,6 +42,7 @@ class MarkerRecord:
     repeats: int = 1
     undecidable: Mapping[str, str] = field(default_factory=dict)
     published: Mapping[str, Estimate] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
 
     def value(self, marker: str) -> float | None:
         if marker in self.published:
