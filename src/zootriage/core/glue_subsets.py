@@ -32,9 +32,10 @@ from typing import Literal
 
 import numpy as np
 
+from zootriage.core.noise import OVERLAPPING
+
 NoiseKind = Literal["disjoint", "overlapping", "draws-only"]
 _ORDER: tuple[NoiseKind, ...] = ("disjoint", "overlapping", "draws-only")
-OVERLAPPING = "overlapping noise"  # how an overlapping repeats' reason begins (read by core.triage.gates)
 
 
 @dataclass(frozen=True)

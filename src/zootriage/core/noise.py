@@ -34,6 +34,9 @@ CONFIDENCE = 0.95
 TEST = f"two-sided Welch t-test on repeat means at {CONFIDENCE:.0%}"
 ALPHA = 1.0 - CONFIDENCE  # the level of each one-sided test of a CI gate (core.triage.gates)
 GATE_TEST = f"non-inferiority against each rule's margin: one-sided Welch t-tests at α = {ALPHA:.2g} (TOST)"
+# How the stored reason of a marker from overlapping repeats begins (written by core.glue_subsets, read
+# by core.triage.gates): their standard error does not shrink with more repeats.
+OVERLAPPING = "overlapping noise"
 NO_NOISE_ESTIMATE = "no noise estimate (repeats=1, none stored, or no spread over the repeats)"
 
 

@@ -45,8 +45,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from zootriage.core.glue_subsets import OVERLAPPING
-from zootriage.core.noise import ALPHA, GATE_TEST, NO_NOISE_ESTIMATE, Estimate, combined, upper_quantile
+from zootriage.core.noise import (
+    ALPHA,
+    GATE_TEST,
+    NO_NOISE_ESTIMATE,
+    OVERLAPPING,
+    Estimate,
+    combined,
+    upper_quantile,
+)
 from zootriage.core.protocol import REPEATS_MAX
 from zootriage.core.triage.records import (
     MarkerRecord,
