@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from zootriage.app.cli.exits import BAD_INPUT
-from zootriage.app.cli.terminal_text import escape
+from zootriage.app.cli.terminal_text import escape, terminal_safe
 from zootriage.app.labels import BadLabel, check_name
 
 err = Console(stderr=True)
@@ -79,6 +79,8 @@ def export(
         raise _fail("give exactly one of --preprocess JSON and --preset (imagenet, mnist)")
     if out.suffix != ".pt2":
         raise _fail(f"--out {out.name}: a program's file name ends in .pt2")
+    if out.is_dir():
+        raise _fail(f"--out {out}: is a folder, not a file")
     try:
         chosen = PRESETS[preset] if preset else Preprocess.model_validate_json(preprocess or "")
         metadata = ProgramMetadata(
@@ -107,7 +109,10 @@ def export(
         export_program(model, shape, metadata, out)
     except ZooError as exc:
         raise _fail(f"{exc.code}: {exc.message}") from None
-    print(f"wrote {out} ({metadata.architecture}, input {shape}, label space {label_space or '-'})")
+    except OSError as exc:  # the program could not be written: ``out`` is left as it was
+        raise _fail(str(exc)) from None
+    shown = terminal_safe(f"{out} ({metadata.architecture}, input {shape}, label space {label_space or '-'})")
+    print(f"wrote {shown}")
 
 
 def register(app: typer.Typer) -> None:
