@@ -60,7 +60,7 @@ def score(
     repeats: Repeats = None,
     centering: Annotated[str, typer.Option(help="none or global")] = "none",
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:1, ...")] = "auto",
-    batch_size: Annotated[int, typer.Option(help="images per forward pass")] = 64,
+    batch_size: Annotated[int, typer.Option(min=1, help="images per forward pass")] = 64,
     data_root: Annotated[
         list[Path] | None, typer.Option(help="where datasets may be read (repeatable; default: .)")
     ] = None,
@@ -123,15 +123,19 @@ def score(
 def _refuse_early(
     model: AnyModelRef, dataset: AnyDatasetRef, sampling: Sampling, roots: list[Path], download: bool
 ) -> None:
-    """The API's static checks (``core.zoo.checks``, ``core.data.checks``), before any child starts.
+    """The checkpoint's file, then the API's static checks (``core.zoo.checks``, ``core.data.checks``),
+    before any child starts.
     Weights missing from the local caches are left to the child where it may fetch them: torchvision's
     always (torch hub, where the network allows), timm's with ``--download``."""
     from zootriage.core.data.archives import ArchiveLimits
     from zootriage.core.data.checks import check_dataset
-    from zootriage.core.errors import WeightsNotAvailable
+    from zootriage.core.errors import BadCheckpoint, WeightsNotAvailable
     from zootriage.core.zoo.checks import canonical_model
-    from zootriage.core.zoo.refs import TimmRef
+    from zootriage.core.zoo.refs import CheckpointRef, TimmRef
 
+    if isinstance(model, CheckpointRef) and not Path(model.path).is_file():  # a local file, here
+        missing = "is a folder, not a file" if Path(model.path).is_dir() else "no such file"
+        raise BadCheckpoint(f"{model.path}: {missing}")
     check_dataset(dataset, sampling, roots, ArchiveLimits())  # first, as in the child: data before weights
     try:
         canonical_model(model)
