@@ -101,18 +101,35 @@ def _errors_exit() -> Iterator[None]:
         _fail(str(exc))
 
 
+def http_client(url: str, api_key: str | None) -> httpx.Client:
+    """An HTTP client for the service at ``url`` (``--url``/``ZOOTRIAGE_URL``) with the key; a URL
+    that does not parse (``http://host:abc``) is a ``ServiceError``."""
+    headers = {"X-API-Key": api_key} if api_key else {}
+    try:
+        return httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=120)
+    except httpx.InvalidURL as exc:
+        raise ServiceError(f"--url {url!r} is not a URL ({exc})") from None
+
+
+def unreachable(http: httpx.Client, exc: Exception) -> ServiceError:
+    """A request that failed before any answer: the transport's error, or a URL that cannot be sent
+    (``httpx.InvalidURL``, which is no ``httpx.HTTPError``: a path over 64 KiB, a bad host)."""
+    if isinstance(exc, httpx.InvalidURL):
+        return ServiceError(f"cannot send the request to {http.base_url}: {exc}")
+    return ServiceError(f"cannot reach the service at {http.base_url}: {exc}")
+
+
 class Client:
     """A thin HTTP client: every non-2xx answer raises ``ServiceError`` with the service's code."""
 
     def __init__(self, url: str, api_key: str | None) -> None:
-        headers = {"X-API-Key": api_key} if api_key else {}
-        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=120)
+        self.http = http_client(url, api_key)
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ServiceError(f"cannot reach the service at {self.http.base_url}: {exc}") from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise unreachable(self.http, exc) from None
         if response.status_code >= 400:
             try:
                 body = response.json()
@@ -182,13 +199,20 @@ def model_json(
     return ref.model_dump(mode="json", exclude_none=True)
 
 
-def id_path(typed: str) -> str:
-    """An id as the user typed it (the full id or a prefix: the service resolves it), as one path
-    segment: escaped, so that no text can reach another route."""
+def segment(typed: str, what: str) -> str:
+    """Text the user typed (an id, a project's or an alias's name, an architecture) as one URL path
+    segment: escaped, so that no text can reach another route (``x/../prod``, ``?``, ``#``); ``what``
+    names it in the error for a segment that would name no resource (empty, ``.``, ``..``)."""
     text = typed.strip()
     if text in ("", ".", ".."):
-        raise ServiceError(f"{typed!r} is not an id")
+        raise ServiceError(f"{typed!r} is not {what}")
     return quote(text, safe="")
+
+
+def id_path(typed: str) -> str:
+    """An id as the user typed it (the full id or a prefix: the service resolves it), as one path
+    segment (``segment``)."""
+    return segment(typed, "an id")
 
 
 def tag_map(tags: list[str] | None) -> dict[str, str]:
@@ -384,9 +408,10 @@ def recommend(
         client = Client(url, api_key)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         query = {**scoring.query(), **({"rule": rule} if rule else {}), **project_params(project)}
+        path = segment(arch, "an architecture")
         # POST queues the runs the verdict still needs (202 with their jobs), then answers it.
         answer = answered(
-            client, lambda: client.call("POST", f"/v1/recommendations/{arch}", params=query), timeout
+            client, lambda: client.call("POST", f"/v1/recommendations/{path}", params=query), timeout
         )
         if as_json:
             _print_json(answer)

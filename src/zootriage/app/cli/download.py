@@ -17,12 +17,22 @@ import re
 import tempfile
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import quote
 
 import httpx
 import typer
 
-from zootriage.app.cli.client import DEFAULT_URL, ApiKey, ServiceError, Url, _errors_exit, _fail, err
+from zootriage.app.cli.client import (
+    DEFAULT_URL,
+    ApiKey,
+    ServiceError,
+    Url,
+    _errors_exit,
+    _fail,
+    err,
+    http_client,
+    id_path,
+    unreachable,
+)
 
 FORMATS = {"features": ("safetensors", "npz"), "report": ("html", "json")}
 _FILENAME = re.compile(r'filename="([A-Za-z0-9._-]+)"')
@@ -30,6 +40,12 @@ CHUNK = 1 << 20
 
 
 def _refusal(response: httpx.Response, path: str) -> ServiceError:
+    """Any answer but 200, before anything is written: the service's ``{code, message}`` for an error,
+    where a redirect points (no download follows one: the file is the service's own answer or none)."""
+    if response.status_code < 400:
+        where = response.headers.get("location")
+        detail = f"to {where}" if where else "not the file"
+        return ServiceError(f"GET {path} answered {response.status_code} ({detail}); nothing was written")
     response.read()
     try:
         body = response.json()
@@ -53,8 +69,9 @@ def fetch_to_file(
 ) -> tuple[Path, int]:
     """Stream ``GET path`` into ``out`` atomically (module docstring); where it went and its size."""
     try:
-        with http.stream("GET", path, params=params) as response:
-            if response.status_code >= 400:
+        # identity: the announced length is then the length of the bytes written
+        with http.stream("GET", path, params=params, headers={"Accept-Encoding": "identity"}) as response:
+            if response.status_code != 200:
                 raise _refusal(response, path)
             dest = _destination(out, response)
             folder = dest.parent if str(dest.parent) else Path(".")
@@ -78,8 +95,8 @@ def fetch_to_file(
                 os.replace(partial, dest)
             finally:
                 partial.unlink(missing_ok=True)
-    except httpx.HTTPError as exc:
-        raise ServiceError(f"cannot reach the service at {http.base_url}: {exc}") from None
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise unreachable(http, exc) from None
     return dest, written
 
 
@@ -109,9 +126,8 @@ def download(
     chosen = output_format or FORMATS[what][0]
     if chosen not in FORMATS[what]:
         _fail(f"--format {chosen!r}: {what} come as {' or '.join(FORMATS[what])}")
-    headers = {"X-API-Key": api_key} if api_key else {}
-    with _errors_exit(), httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=120) as http:
-        path = f"/v1/runs/{quote(run.strip(), safe='')}/{what}"
+    with _errors_exit(), http_client(url, api_key) as http:
+        path = f"/v1/runs/{id_path(run)}/{what}"
         dest, size = fetch_to_file(http, path, {"format": chosen}, out)
         err.print(f"wrote {dest} ({size} bytes, {what} as {chosen})")
 

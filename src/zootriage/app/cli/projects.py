@@ -19,6 +19,7 @@ from zootriage.app.cli.client import (
     _fmt,
     _print_json,
     out,
+    segment,
 )
 from zootriage.app.cli.terminal_text import escape
 
@@ -27,6 +28,12 @@ alias_app = typer.Typer(help="Baseline aliases of a project: set, list, show, hi
 
 Project = Annotated[str, typer.Argument(help="the project (see `zootriage projects list`)")]
 AliasName = Annotated[str, typer.Argument(help="the alias, e.g. production")]
+
+
+def _alias_path(project: str, name: str | None = None) -> str:
+    """``/v1/projects/{project}/aliases[/{name}]``, each name one escaped path segment."""
+    path = f"/v1/projects/{segment(project, 'a project')}/aliases"
+    return path if name is None else f"{path}/{segment(name, 'an alias')}"
 
 
 def _when(text: str | None) -> str:
@@ -77,7 +84,7 @@ def set_alias(
 ) -> None:
     """Point an alias at a run (creating it on first use); the move is kept in its history."""
     with _errors_exit():
-        path = f"/v1/projects/{project}/aliases/{name}"
+        path = _alias_path(project, name)
         answer = Client(url, api_key).call("PUT", path, json={"run": run}).json()
     if as_json:
         _print_json(answer)
@@ -97,7 +104,7 @@ def list_aliases(
 ) -> None:
     """The project's aliases and the runs they point to."""
     with _errors_exit():
-        answer = Client(url, api_key).call("GET", f"/v1/projects/{project}/aliases").json()
+        answer = Client(url, api_key).call("GET", _alias_path(project)).json()
     if as_json:
         _print_json(answer)
         return
@@ -113,7 +120,7 @@ def show_alias(
 ) -> None:
     """The run an alias points to now."""
     with _errors_exit():
-        a = Client(url, api_key).call("GET", f"/v1/projects/{project}/aliases/{name}").json()
+        a = Client(url, api_key).call("GET", _alias_path(project, name)).json()
     if as_json:
         _print_json(a)
         return
@@ -127,7 +134,7 @@ def alias_history(
 ) -> None:
     """Every move of an alias, oldest first: when, by which key, from which run to which."""
     with _errors_exit():
-        answer = Client(url, api_key).call("GET", f"/v1/projects/{project}/aliases/{name}/history").json()
+        answer = Client(url, api_key).call("GET", f"{_alias_path(project, name)}/history").json()
     if as_json:
         _print_json(answer)
         return

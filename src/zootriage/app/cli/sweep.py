@@ -28,6 +28,7 @@ from zootriage.app.cli.client import (
     _fmt,
     _print_json,
     err,
+    id_path,
     model_json,
     out,
     project_params,
@@ -59,7 +60,7 @@ def _follow(client: Client, sweep_id: str, timeout: float, poll: float = 1.0) ->
     with bars:
         task = bars.add_task("sweep", total=1.0)
         while True:
-            sweep = dict(client.call("GET", f"/v1/sweeps/{sweep_id}").json())
+            sweep = dict(client.call("GET", f"/v1/sweeps/{id_path(sweep_id)}").json())
             counts = ", ".join(f"{n} {status}" for status, n in sorted(sweep["progress"]["counts"].items()))
             described = escape(f"{sweep_id[:8]} {counts}")  # a bar's description is markup
             bars.update(task, completed=sweep["progress"]["fraction"], description=described)
@@ -169,7 +170,7 @@ def start(
 def show(sweep_id: SweepId, url: Url = DEFAULT_URL, api_key: ApiKey = None, as_json: AsJson = False) -> None:
     """A sweep's progress, jobs and (once it has ended) ranking."""
     with _errors_exit():
-        sweep = dict(Client(url, api_key).call("GET", f"/v1/sweeps/{sweep_id}").json())
+        sweep = dict(Client(url, api_key).call("GET", f"/v1/sweeps/{id_path(sweep_id)}").json())
         _print_json(sweep) if as_json else _print(sweep)
 
 
@@ -207,7 +208,7 @@ def list_sweeps(
 def cancel(sweep_id: SweepId, url: Url = DEFAULT_URL, api_key: ApiKey = None) -> None:
     """Cancel the sweep's jobs still waiting or running."""
     with _errors_exit():
-        sweep = Client(url, api_key).call("DELETE", f"/v1/sweeps/{sweep_id}").json()
+        sweep = Client(url, api_key).call("DELETE", f"/v1/sweeps/{id_path(sweep_id)}").json()
         out.print(f"sweep {escape(sweep['id'])} cancelled ({sweep['progress']['counts']})")
 
 
