@@ -83,3 +83,23 @@ def test_an_undecodable_name_is_written_and_shown_escaped(user: Path) -> None:
     assert code == 0, output
     assert (user / name).is_file()
     assert "wrote \\udcffnet.pt2" in output
+
+
+def test_the_program_gets_the_permissions_of_a_plain_write(tmp_path: Path) -> None:
+    """Written through a private temporary file, the program still ends with a new file's mode (0666
+    less the umask), or with the mode of the file it replaced."""
+    from torch import nn
+
+    from zootriage.core.zoo.exporting import export_program
+    from zootriage.core.zoo.program_metadata import ProgramMetadata
+
+    model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    fresh = export_program(model, (1, 2, 2), ProgramMetadata(), tmp_path / "new.pt2")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~mask
+    kept = tmp_path / "kept.pt2"
+    kept.write_bytes(b"old")
+    kept.chmod(0o640)
+    export_program(model, (1, 2, 2), ProgramMetadata(), kept)
+    assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_bytes() != b"old"

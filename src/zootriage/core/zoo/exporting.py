@@ -86,6 +86,17 @@ class _Writes(io.RawIOBase):
                 self.failed = exc
 
 
+def _mode_for(out: Path) -> int:
+    """The permissions ``out`` keeps (those of the file it replaces), or a new file's (0666 less the
+    umask), rather than the private 0600 of the temporary file it was written as."""
+    try:
+        return out.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def _save_whole(program: torch.export.ExportedProgram, extra: dict[str, str], out: Path) -> None:
     """Save ``program`` to ``out`` whole or not at all: into a temporary file in its folder, flushed to
     disk, then renamed over it, so that a failure mid-way leaves ``out`` as it was. A failure to write
@@ -107,6 +118,7 @@ def _save_whole(program: torch.export.ExportedProgram, extra: dict[str, str], ou
             if writes.failed is not None:
                 raise OSError(f"cannot write {out}: {writes.failed.strerror or writes.failed}")
             os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), _mode_for(out))
         os.replace(partial, out)
     finally:
         partial.unlink(missing_ok=True)
