@@ -221,7 +221,7 @@ def test_rank_rejects_duplicate_names() -> None:
 
 def test_rank_of_nothing() -> None:
     ranking = rank([])
-    assert ranking.entries == () and ranking.pick is None
+    assert ranking.entries == () and ranking.pick is None and ranking.reason == "undecided: no candidates"
 
 
 # --- gates -----------------------------------------------------------------------------------------

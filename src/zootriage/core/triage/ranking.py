@@ -142,6 +142,8 @@ def _pick(order: _Order, rule: Rule) -> tuple[str | None, str]:
     """The candidate ``rule`` picks and why, or None and why not: a pick needs every candidate ranked
     (one that cannot be ranked might be the best) and one of them alone in the first front."""
     unrankable = {name: why for name, why in order.why_not.items() if why is not None}
+    if not order.why_not:
+        return None, "undecided: no candidates"
     if unrankable and not order.ranks:
         return None, "undecided: no candidate can be ranked by this rule"
     if unrankable:
