@@ -113,14 +113,14 @@ class Advice:
     def summary(self) -> str:
         """One line: the answer, the rule followed, its confidence and whether it is exploratory."""
         answer = self.answer
-        if self.pick is None:
-            sure = "no pick, so no confidence"
-        elif self.confidence is None or self.confidence_ci is None:
-            sure = "confidence unknown: no evidence for this rule"
+        # with no pick, the rule's win rate is what its picks are worth, not this answer's confidence
+        what = "confidence" if self.pick is not None else "no pick; the rule's win rate where it picks"
+        if self.confidence is None or self.confidence_ci is None:
+            sure = f"{what}: unknown, no evidence for this rule"
         else:
             lo, hi = self.confidence_ci
             sure = (
-                f"confidence {self.confidence:.0%} [95% CI {lo:.0%}–{hi:.0%}, {self.confidence_pairs} pairs "
+                f"{what} {self.confidence:.0%} [95% CI {lo:.0%}–{hi:.0%}, {self.confidence_pairs} pairs "
                 f"of study {self.study}, {self.outcome}]"
             )
         label = "exploratory" if self.exploratory else "validated"
