@@ -229,3 +229,20 @@ def test_bad_settings_are_one_line(args: list[str], env: dict[str, str], says: s
                           text=True, timeout=120)
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_timeout_bounds_each_request_too() -> None:
+    """``status JOB --timeout 2`` against a service that never answered waited two minutes, the HTTP
+    client's own limit: a command's --timeout now bounds each of its requests as well."""
+    from zootriage.app.cli.client import REQUEST_TIMEOUT_S, Client
+
+    assert Client("http://127.0.0.1:9", None, 2.0).http.timeout.read == 2.0
+    assert Client("http://127.0.0.1:9", None, 10_000.0).http.timeout.read == REQUEST_TIMEOUT_S
+    assert Client("http://127.0.0.1:9", None).http.timeout.read == REQUEST_TIMEOUT_S
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-5"])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(value: str) -> None:
+    args = ["status", "0123abcd", "--timeout", value, "--url", "http://127.0.0.1:9"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "number of seconds" in result.output, result.output

@@ -15,6 +15,7 @@ not decide beyond the noise of the GLUE repeats: rerun with more ``--repeats`` o
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import time
@@ -64,7 +65,18 @@ TriageRule = Annotated[
         "(default: the server's, chosen by its pre-registered back-test)",
     ),
 ]
-Timeout = Annotated[float, typer.Option(help="seconds to wait for the answer")]
+REQUEST_TIMEOUT_S = 120.0  # one request's longest wait for the service (a command's --timeout may be less)
+
+
+def _seconds(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise typer.BadParameter(f"{value} is not a number of seconds above 0")
+    return value
+
+
+Timeout = Annotated[
+    float, typer.Option(help="seconds to wait for the answer (each request too)", callback=_seconds)
+]
 AsJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
 RunName = Annotated[str | None, typer.Option("--name", help="a name for the run")]
 RunTags = Annotated[list[str] | None, typer.Option("--tag", help="key=value for the run, repeatable")]
@@ -101,12 +113,15 @@ def _errors_exit() -> Iterator[None]:
         _fail(str(exc))
 
 
-def http_client(url: str, api_key: str | None) -> httpx.Client:
-    """An HTTP client for the service at ``url`` (``--url``/``ZOOTRIAGE_URL``) with the key; a URL
-    that does not parse (``http://host:abc``) is a ``ServiceError``."""
+def http_client(url: str, api_key: str | None, timeout: float = REQUEST_TIMEOUT_S) -> httpx.Client:
+    """An HTTP client for the service at ``url`` (``--url``/``ZOOTRIAGE_URL``) with the key, each request
+    waiting at most ``timeout`` seconds (and never more than ``REQUEST_TIMEOUT_S``); a URL that does not
+    parse (``http://host:abc``) is a ``ServiceError``."""
     headers = {"X-API-Key": api_key} if api_key else {}
     try:
-        return httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=120)
+        return httpx.Client(
+            base_url=url.rstrip("/"), headers=headers, timeout=min(timeout, REQUEST_TIMEOUT_S)
+        )
     except httpx.InvalidURL as exc:
         raise ServiceError(f"--url {url!r} is not a URL ({exc})") from None
 
@@ -122,8 +137,8 @@ def unreachable(http: httpx.Client, exc: Exception) -> ServiceError:
 class Client:
     """A thin HTTP client: every non-2xx answer raises ``ServiceError`` with the service's code."""
 
-    def __init__(self, url: str, api_key: str | None) -> None:
-        self.http = http_client(url, api_key)
+    def __init__(self, url: str, api_key: str | None, timeout: float = REQUEST_TIMEOUT_S) -> None:
+        self.http = http_client(url, api_key, timeout)
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
@@ -366,7 +381,7 @@ def status(
 ) -> None:
     """Show a job's status, following its progress live until it finishes."""
     with _errors_exit():
-        client = Client(url, api_key)
+        client = Client(url, api_key, timeout)
         if watch:
             job = follow(client, [id_path(job_id)], time.monotonic() + timeout)[0]
         else:
@@ -405,7 +420,7 @@ def recommend(
     """v1, v2 or undecided for ARCH by the rule (default: the server's, chosen by its back-test) beyond
     the noise, beside the ImageNet-accuracy pick and the back-test evidence for the rule."""
     with _errors_exit():
-        client = Client(url, api_key)
+        client = Client(url, api_key, timeout)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         query = {**scoring.query(), **({"rule": rule} if rule else {}), **project_params(project)}
         path = segment(arch, "an architecture")
@@ -485,7 +500,7 @@ def rank(
     """Rank candidate weights by the rule (default: the server's) beyond the noise, beside the ID-accuracy
     and LogME orders and the back-test evidence for the rule."""
     with _errors_exit():
-        client = Client(url, api_key)
+        client = Client(url, api_key, timeout)
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         named = {"rule": rule} if rule else {}
         body = {"candidates": [model_json(client, c) for c in candidates], **scoring.body(), **named}
@@ -552,7 +567,7 @@ def gate(
     fails but one is inconclusive (the noise is larger than a rule's margin), 2 on error. A stored run
     (run:ID) lends the gate its own sampling and protocol: options given must agree with them."""
     with _errors_exit():
-        client = Client(url, api_key)
+        client = Client(url, api_key, timeout)
         # Only the options given: a stored run's own sampling and protocol stand where they are left out.
         scoring = Scoring(dataset, classes, per_class, split, seed, n_t, points_per_class, repeats)
         body = {

@@ -148,7 +148,7 @@ def start(
         given = [bool(models), preset is not None, timm_filter is not None]
         if sum(given) != 1:
             raise ServiceError("give models, --preset or --timm (exactly one)")
-        client = Client(url, api_key)
+        client = Client(url, api_key, timeout)
         selection: Any
         if preset is not None:
             selection = {"preset": preset}
