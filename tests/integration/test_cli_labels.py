@@ -45,7 +45,7 @@ def in_process(settings: Settings, clean_db: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(jobs, "enqueue_score", lambda *_args, **_kwargs: None)
     with app_client(settings, upload_limit_bytes=16 * 1024 * 1024) as client:
 
-        def use_app(self: Client, _url: str, api_key: str | None) -> None:
+        def use_app(self: Client, _url: str, api_key: str | None, _timeout: float = 120.0) -> None:
             self.http = cast(Any, client)  # the same request interface as httpx.Client
 
         monkeypatch.setattr(Client, "__init__", use_app)

@@ -37,7 +37,7 @@ def in_process(settings: Settings, clean_db: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(jobs, "enqueue_score", lambda *_args, **_kwargs: None)
     with app_client(settings) as client:
 
-        def use_app(self: Client, _url: str, api_key: str | None) -> None:
+        def use_app(self: Client, _url: str, api_key: str | None, _timeout: float = 120.0) -> None:
             self.http = cast(Any, client)
 
         monkeypatch.setattr(Client, "__init__", use_app)

@@ -55,7 +55,7 @@ def service(monkeypatch: pytest.MonkeyPatch) -> dict[str, Answer]:
             return httpx.Response(404, json={"code": "not_found", "message": f"no {HOSTILE}"})
         return answer(request) if callable(answer) else answer
 
-    def init(self: Client, url: str, api_key: str | None) -> None:
+    def init(self: Client, url: str, api_key: str | None, _timeout: float = 120.0) -> None:
         self.http = httpx.Client(base_url=url, transport=httpx.MockTransport(handle))
 
     monkeypatch.setattr(Client, "__init__", init)

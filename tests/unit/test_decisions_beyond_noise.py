@@ -103,7 +103,8 @@ def test_advice_says_it_cannot_decide_where_nothing_could_be_compared() -> None:
     v2 = record("v2", repeats=1, id_accuracy=0.95, **values)
     advice = v1_v2_advice(v1, v2, make_rule("id_accuracy"), VARIANT)
     assert advice.pick is None and advice.answer == CANNOT_DECIDE
-    assert advice.summary().startswith(CANNOT_DECIDE) and "no pick; the rule's win rate" in advice.summary()
+    summary = advice.summary()
+    assert summary.startswith(CANNOT_DECIDE) and "no pick; confidence of the rule where it picks" in summary
     within = v1_v2_advice(record("v1", id_accuracy=0.9, **values), record("v2", id_accuracy=0.9, **values),
                           make_rule("id_accuracy"), VARIANT)
     assert within.answer == NO_DIFFERENCE

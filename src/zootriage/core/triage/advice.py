@@ -114,7 +114,7 @@ class Advice:
         """One line: the answer, the rule followed, its confidence and whether it is exploratory."""
         answer = self.answer
         # with no pick, the rule's win rate is what its picks are worth, not this answer's confidence
-        what = "confidence" if self.pick is not None else "no pick; the rule's win rate where it picks"
+        what = "confidence" if self.pick is not None else "no pick; confidence of the rule where it picks"
         if self.confidence is None or self.confidence_ci is None:
             sure = f"{what}: unknown, no evidence for this rule"
         else:
