@@ -246,3 +246,13 @@ def test_a_timeout_that_is_no_number_of_seconds_is_refused(value: str) -> None:
     args = ["status", "0123abcd", "--timeout", value, "--url", "http://127.0.0.1:9"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "number of seconds" in result.output, result.output
+
+
+def test_history_as_csv_prints_only_csv(server: Server) -> None:
+    """A page that is not CSV (a proxy's login page, another service) was printed as the table, exit 0."""
+    server.answer = Answer(200, b"<html>sign in</html>", {"Content-Type": "text/html; charset=utf-8"})
+    code, output = cli(server.url, "history", "--csv")
+    assert code == 2 and "text/html" in output and "sign in" not in output, output
+    server.answer = Answer(200, b"run_id,name\r\nabc,x\r\n", {"Content-Type": "text/csv; charset=utf-8"})
+    code, output = cli(server.url, "history", "--csv")
+    assert code == 0 and "run_id,name" in output, output

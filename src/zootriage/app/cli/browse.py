@@ -107,7 +107,11 @@ def history(
         }
         if as_csv:
             params.pop("cursor", None)
-            sys.stdout.write(client.call("GET", "/v1/runs", params={**params, "format": "csv"}).text)
+            table = client.call("GET", "/v1/runs", params={**params, "format": "csv"})
+            kind = table.headers.get("content-type", "").split(";")[0].strip()
+            if kind != "text/csv":  # a proxy's page, or a service that is not zootriage's
+                raise ServiceError(f"GET /v1/runs?format=csv answered {kind or 'no content type'}, not CSV")
+            sys.stdout.write(table.text)
             return
         page = client.call("GET", "/v1/runs", params=params).json()
         if as_json:
