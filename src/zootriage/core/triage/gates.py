@@ -91,6 +91,11 @@ class GateRule:
     kind: GateKind
     threshold: float
 
+    @property
+    def absolute(self) -> bool:
+        """``min``/``max``: the candidate against the threshold alone; the baseline is not read."""
+        return self.kind in ("min", "max")
+
     def __str__(self) -> str:
         return f"{self.metric}: {self.kind} {self.threshold:g}"
 
@@ -242,7 +247,7 @@ def _check(
     rule: GateRule, cand: Estimate, base: Estimate | None, repeats: tuple[int, int], overlapping: bool = False
 ) -> tuple[GateStatus, str, tuple[float, float] | None]:
     """The non-inferiority decision of the module docstring."""
-    if rule.kind not in ("min", "max"):
+    if not rule.absolute:
         if base is None:
             return "failed", "the baseline has no value for this metric", None
         if rule.kind.startswith("max_relative") and base.value == 0:
@@ -255,7 +260,7 @@ def _check(
     at_least = rule.kind == "min"
     allowed = ">=" if at_least else "<="
     if m.se is None or not math.isfinite(m.value):
-        used = repeats[:1] if rule.kind in ("min", "max") else repeats
+        used = repeats[:1] if rule.absolute else repeats
         how = (
             "score with --repeats 2 or more (and repeats × points_per_class images per class) to measure it"
             if min(used) < 2
@@ -275,7 +280,7 @@ def _check(
     if lower > delta:
         return "failed", f"{shown}: worse than {fmt(rule.threshold)} beyond the noise", (lo, hi)
     resolution = 2.0 * q * m.se
-    margin = rule.kind not in ("min", "max") and delta > 0
+    margin = not rule.absolute and delta > 0
     if margin and resolution <= delta:
         return (
             "failed",
@@ -303,17 +308,15 @@ def evaluate_gate(candidate: MarkerRecord, baseline: MarkerRecord, rules: Sequen
         change = None if cand is None or base is None else cand.value - base.value
         relative = None if change is None or base is None or not base.value else change / abs(base.value)
         interval_: tuple[float, float] | None = None
-        degenerate = candidate.undecidable.get(rule.metric)
-        if rule.kind not in ("min", "max"):  # an absolute rule does not read the baseline
-            degenerate = degenerate or baseline.undecidable.get(rule.metric)
+        read = (candidate,) if rule.absolute else (candidate, baseline)  # the records the rule reads
+        degenerate = next((r.undecidable[rule.metric] for r in read if rule.metric in r.undecidable), None)
         if cand is None:
             status: GateStatus = "failed"
             reason = "the candidate has no value for this metric"
         elif degenerate:
             status, reason = "inconclusive", f"not decidable: {degenerate}"
         else:
-            used = (candidate,) if rule.kind in ("min", "max") else (candidate, baseline)
-            overlapping = any(r.notes.get(rule.metric, "").startswith(OVERLAPPING) for r in used)
+            overlapping = any(r.notes.get(rule.metric, "").startswith(OVERLAPPING) for r in read)
             status, reason, interval_ = _check(
                 rule, cand, base, (candidate.repeats, baseline.repeats), overlapping
             )

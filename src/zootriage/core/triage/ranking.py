@@ -99,6 +99,7 @@ class _Order:
     ``ranks`` the competition rank of each rankable candidate's front, ``undecided`` why each pair of
     rankable candidates is not separated, ``why_not`` why a candidate cannot be ranked (None: it can)."""
 
+    rule: Rule
     ranks: dict[str, int]
     fronts: dict[str, int]
     better: set[tuple[str, str]]
@@ -130,7 +131,7 @@ def _order(records: Sequence[MarkerRecord], rule: Rule) -> _Order:
     fronts = {name: peeled[i] for name, i in index.items()}
     order = sorted(fronts, key=lambda n: (fronts[n], n))
     ranks = dict(zip(order, _competition_ranks([fronts[n] for n in order]), strict=True))
-    return _Order(ranks, fronts, better, undecided, why_not)
+    return _Order(rule, ranks, fronts, better, undecided, why_not)
 
 
 def _discordant(better: set[tuple[str, str]], other: _Order) -> list[tuple[str, str]]:
@@ -138,8 +139,8 @@ def _discordant(better: set[tuple[str, str]], other: _Order) -> list[tuple[str, 
     return sorted((a, b) for a, b in better if (b, a) in other.better)
 
 
-def _pick(order: _Order, rule: Rule) -> tuple[str | None, str]:
-    """The candidate ``rule`` picks and why, or None and why not: a pick needs every candidate ranked
+def _pick(order: _Order) -> tuple[str | None, str]:
+    """The candidate the order's rule picks and why, or None and why not: a pick needs every candidate ranked
     (one that cannot be ranked might be the best) and one of them alone in the first front."""
     unrankable = {name: why for name, why in order.why_not.items() if why is not None}
     if not order.why_not:
@@ -153,7 +154,7 @@ def _pick(order: _Order, rule: Rule) -> tuple[str | None, str]:
         return None, "undecided: one candidate, nothing to rank it against"
     first = sorted(n for n, r in order.ranks.items() if r == 1)
     if len(first) == 1:
-        return first[0], f"{first[0]}: {rule.describe()}, against every other candidate"
+        return first[0], f"{first[0]}: {order.rule.describe()}, against every other candidate"
     detail = [f"{a} vs {b}: {why}" for (a, b), why in order.undecided.items() if a in first and b in first]
     return None, f"undecided: {', '.join(first)} share the first place ({'; '.join(detail)})"
 
@@ -190,13 +191,13 @@ def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking
         )
         for name in [*ranked, *sorted(n for n in names if n not in order.ranks)]
     ]
-    pick, reason = _pick(order, rule)
+    pick, reason = _pick(order)
     return Ranking(
         entries=tuple(entries),
         pick=pick,
         reason=reason,
-        id_accuracy_pick=_pick(by_accuracy, make_rule(ID_ACCURACY))[0],
-        logme_pick=_pick(by_logme, make_rule(LOGME))[0],
+        id_accuracy_pick=_pick(by_accuracy)[0],
+        logme_pick=_pick(by_logme)[0],
         id_accuracy_discordant=tuple(acc_pairs),
         logme_discordant=tuple(logme_pairs),
         rule=rule,
