@@ -186,3 +186,17 @@ def test_a_gate_on_overlapping_repeats_asks_for_images_not_repeats() -> None:
     plain = evaluate_gate(MarkerRecord("c", {"id_accuracy": 0.337}, {"id_accuracy": 0.05}, repeats=5),
                           baseline, [rule]).outcomes[0]
     assert "repeats on both runs (se ∝ 1/√repeats) would decide" in plain.reason
+
+
+def test_the_advice_picks_as_the_ranking_does() -> None:
+    """The ranking advice asks each rule for its pick alone (``rule_pick``): the same pick and reason as
+    the whole ranking gives, in every case above (a pick, a shared first place, an unrankable one)."""
+    from zootriage.core.triage.ranking import rule_pick
+
+    x = record("X", dimension=2.0, utilization=0.5, id_accuracy=0.9000, logme=1.0)
+    y = record("Y", dimension=1.0, utilization=0.2, id_accuracy=0.9001, logme=1.0)
+    blank = record("B", dimension=None, utilization=0.5, id_accuracy=0.5, logme=1.0)
+    for records in ([x, y], [x, y, blank], [x]):
+        for name in ("geometry", "id_accuracy", "logme", "dimension"):
+            found = rank(records, make_rule(name))
+            assert rule_pick(records, make_rule(name)) == (found.pick, found.reason)

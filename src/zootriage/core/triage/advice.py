@@ -38,7 +38,7 @@ from typing import Literal
 
 from zootriage.core.evidence import RuleEvidence, evidence_for, load_evidence, rule_key
 from zootriage.core.noise import NO_NOISE_ESTIMATE
-from zootriage.core.triage.ranking import rank
+from zootriage.core.triage.ranking import rule_pick
 from zootriage.core.triage.records import ID_ACCURACY, MarkerRecord, Rule, make_rule
 from zootriage.core.triage.verdict import verdict
 
@@ -236,10 +236,6 @@ def v1_v2_advice(
 def ranking_advice(
     records: Sequence[MarkerRecord], primary: Rule, variant: tuple[str, str], published: str | None = None
 ) -> Advice:
-    """Every candidate rule's pick among ``records`` (``core.triage.rank``) and the one followed."""
-
-    def decide(rule: Rule) -> tuple[str | None, str]:
-        found = rank(records, rule)
-        return found.pick, found.reason
-
-    return _advise("ranking", primary, variant, decide, published)
+    """Every candidate rule's pick among ``records`` (``core.triage.ranking.rule_pick``, as ``rank``
+    picks) and the one followed."""
+    return _advise("ranking", primary, variant, lambda rule: rule_pick(records, rule), published)

@@ -110,6 +110,9 @@ class _Order:
 def _order(records: Sequence[MarkerRecord], rule: Rule) -> _Order:
     """a beats b when ``verdict(b, a, rule)`` decides for a; candidates are peeled into fronts of that
     relation (``fronts_of``) and one front shares one rank."""
+    names = [r.name for r in records]
+    if len(set(names)) != len(names):
+        raise ValueError("candidate names must be unique")
     why_not = {r.name: _unrankable(r, rule) for r in records}
     placed = sorted((r for r in records if why_not[r.name] is None), key=lambda r: r.name)
     better: set[tuple[str, str]] = set()
@@ -159,6 +162,12 @@ def _pick(order: _Order) -> tuple[str | None, str]:
     return None, f"undecided: {', '.join(first)} share the first place ({'; '.join(detail)})"
 
 
+def rule_pick(records: Sequence[MarkerRecord], rule: Rule) -> tuple[str | None, str]:
+    """The candidate ``rule`` picks among ``records`` and why (or None and why not): ``rank``'s pick
+    without the ID-accuracy and LogME orders beside it."""
+    return _pick(_order(records, rule))
+
+
 def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking:
     """Order candidates by ``rule`` beyond the noise, beside the orders ID accuracy and LogME give
     under the same test (``_order``): candidates the noise cannot separate tie. A candidate missing a
@@ -168,9 +177,6 @@ def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking
     follow the same condition, and a pair counts as discordant only when both rules decide it,
     opposite ways.
     """
-    names = [r.name for r in records]
-    if len(set(names)) != len(names):
-        raise ValueError("candidate names must be unique")
     order = _order(records, rule)
     by_accuracy, by_logme = _order(records, make_rule(ID_ACCURACY)), _order(records, make_rule(LOGME))
     acc_pairs = _discordant(order.better, by_accuracy)
@@ -189,7 +195,7 @@ def rank(records: Sequence[MarkerRecord], rule: Rule = GEOMETRY_RULE) -> Ranking
             missing=tuple(m for m in (*rule.markers, ID_ACCURACY, LOGME) if by_name[name].value(m) is None),
             unrankable=order.why_not[name],
         )
-        for name in [*ranked, *sorted(n for n in names if n not in order.ranks)]
+        for name in [*ranked, *sorted(n for n in by_name if n not in order.ranks)]
     ]
     pick, reason = _pick(order)
     return Ranking(
